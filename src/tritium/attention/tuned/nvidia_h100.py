@@ -1,16 +1,16 @@
 """Paged-attention kernel knobs for NVIDIA H100 80GB HBM3 (132 SMs): generated, do not edit.
 
 Fitted by ``python -m tritium.tune attention --fit bench/results/tuning/attention-NVIDIA-H100.json``
-(sha256 dc4b7555409f5a78; 2446 decode-family and 1768 prefill-family workloads,
-swept 2026-12-07T13:17:07+00:00; distilled trees {'decode': {'leaves': 4914, 'gates': {'D128-KV16': (0.6, 0.02), 'D128-KV8': (0.8, 0.0), 'D256-KV16': (0.5, 0.0), 'D256-KV8': (0.8, 0.02), 'D64-KV16': (0.6, 0.01), 'D64-KV8': (0.7, 0.01)}, 'fallbacks': {}}, 'prefill': {'leaves': 1430, 'gates': {'D128-KV16': (0.8, 0.0), 'D128-KV8': (0.5, 0.0), 'D256-KV16': (0.5, 0.01), 'D256-KV8': (0.7, 0.01), 'D64-KV16': (0.6, 0.0), 'D64-KV8': (0.5, 0.01)}, 'fallbacks': {'D128-KV8-long': '128-128-8-3', 'D128-KV8-short': '64-64-4-2', 'D256-KV16-long': '128-64-8-2', 'D256-KV8-long': '64-64-4-3', 'D64-KV16-short': '128-64-4-2', 'D64-KV8-long': '64-128-4-2', 'D64-KV8-short': '64-128-4-2'}}}
+(sha256 78da72a710892018; 2446 decode-family and 1917 prefill-family workloads,
+swept 2026-12-07T16:14:07+00:00; distilled trees {'decode': {'leaves': 4914, 'gates': {'D128-KV16': (0.6, 0.02), 'D128-KV8': (0.8, 0.0), 'D256-KV16': (0.5, 0.0), 'D256-KV8': (0.8, 0.02), 'D64-KV16': (0.6, 0.01), 'D64-KV8': (0.7, 0.01)}, 'fallbacks': {}}, 'prefill': {'leaves': 1520, 'gates': {'D128-KV16': (0.8, 0.0), 'D128-KV8': (0.5, 0.01), 'D256-KV16': (0.5, 0.0), 'D256-KV8': (0.8, 0.0), 'D64-KV16': (0.5, 0.01), 'D64-KV8': (0.5, 0.0)}, 'fallbacks': {'D128-KV8-long': '128-128-8-3', 'D128-KV8-short': '64-64-4-2', 'D256-KV16-long': '128-64-8-2', 'D256-KV8-long': '128-64-8-3', 'D64-KV16-short': '128-64-4-2', 'D64-KV8-long': '64-128-4-2', 'D64-KV8-short': '64-128-4-2'}}}
 (leaves fitted; gates by head_dim and KV bits: (q, m), a pick needs the q-quantile of its
 predicted log gain over the fallback >= m; fallbacks where not the hand rules, by head_dim,
 KV bits and keys <= 2048); cross-validated geometric-mean
-slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0179, 'hand': 1.137}, 'prefill': {'tree': 1.0652, 'hand': 1.403}}).
+slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0179, 'hand': 1.137}, 'prefill': {'tree': 1.0592, 'hand': 1.4033}}).
 The benchmark's 22 anchor workloads are always in the training set.
 Held-out validation (workloads the fit never saw):
     decode: 489 held out, 91% within 5% of the best swept, worst infx the best and infx the hand rules
-    prefill: 354 held out, 87% within 5% of the best swept, worst infx the best and infx the hand rules
+    prefill: 383 held out, 90% within 5% of the best swept, worst infx the best and infx the hand rules
 """
 
 # Configurations that ran out of resources in the sweep and every one that needs at least as much
@@ -14508,114 +14508,451 @@ def decode(f):
 
 def prefill(f):
     if f['head_dim'] <= 192:
-        if f['programs'] <= 96:
-            if f['max_seqlen_k'] <= 768:
-                if f['head_dim'] <= 96:
-                    if f['max_seqlen_q'] <= 384:
-                        if f['kv_bits'] <= 12:
-                            if f['num_seqs'] <= 3:
-                                if f['programs'] <= 48:
-                                    if f['num_seqs'] <= 1:
-                                        if f['num_kv_heads'] <= 5:
-                                            return (64, 64, 4, 3)
+        if f['programs'] <= 192:
+            if f['head_dim'] <= 96:
+                if f['max_seqlen_k'] <= 81920:
+                    if f['max_seqlen_k'] <= 384:
+                        if f['programs'] <= 96:
+                            if f['num_seqs'] <= 1:
+                                if f['kv_bits'] <= 12:
+                                    if f['programs'] <= 48:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        return (64, 128, 4, 2)
+                                else:
+                                    if f['programs'] <= 48:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 128, 4, 2)
+                            else:
+                                if f['programs'] <= 6:
+                                    if f['kv_bits'] <= 12:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        return (64, 64, 4, 2)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['programs'] <= 24:
+                                            if f['num_tokens'] <= 323:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['programs'] <= 12:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['block_size'] <= 40:
+                                                            if f['num_seqs'] <= 6:
+                                                                return (64, 64, 4, 2)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['block_size'] <= 40:
+                                                            if f['programs'] <= 12:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
                                         else:
-                                            if f['block_size'] <= 40:
+                                            if f['group'] <= 6:
+                                                if f['block_size'] <= 40:
+                                                    if f['programs'] <= 48:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            if f['num_seqs'] <= 6:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['num_tokens'] <= 147:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                else:
+                                                    if f['num_seqs'] <= 3:
+                                                        if f['group'] <= 2:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['programs'] <= 48:
+                                                            if f['num_seqs'] <= 6:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                        else:
+                                                            if f['group'] <= 2:
+                                                                if f['num_tokens'] <= 147:
+                                                                    return (64, 64, 4, 2)
+                                                                else:
+                                                                    return (64, 128, 4, 2)
+                                                            else:
+                                                                if f['num_tokens'] <= 1536:
+                                                                    return (64, 64, 4, 2)
+                                                                else:
+                                                                    return (64, 128, 4, 2)
+                                            else:
+                                                if f['programs'] <= 48:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                    else:
+                                        if f['num_tokens'] <= 3072:
+                                            if f['num_tokens'] <= 768:
+                                                if f['group'] <= 6:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                            else:
+                                                if f['programs'] <= 48:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                        else:
+                                            if f['programs'] <= 48:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 128, 8, 2)
+                        else:
+                            if f['num_seqs'] <= 1:
+                                if f['kv_bits'] <= 12:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        return (128, 64, 8, 2)
+                            else:
+                                if f['num_tokens'] <= 147:
+                                    if f['kv_bits'] <= 12:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 2)
+                                else:
+                                    if f['num_seqs'] <= 80:
+                                        if f['max_seqlen_q'] <= 192:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                    else:
+                        if f['num_seqs'] <= 80:
+                            if f['num_tokens'] <= 207:
+                                if f['num_kv_heads'] <= 1:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['block_size'] <= 40:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['programs'] <= 96:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_seqs'] <= 20:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['programs'] <= 80:
+                                                if f['kv_bits'] <= 12:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['programs'] <= 96:
+                                            if f['num_tokens'] <= 147:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                        else:
+                                            if f['max_seqlen_k'] <= 5120:
                                                 return (64, 64, 4, 3)
                                             else:
                                                 return (64, 128, 4, 2)
                                     else:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (64, 128, 4, 2)
-                                            else:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            if f['num_seqs'] <= 20:
                                                 if f['block_size'] <= 40:
-                                                    return (64, 64, 4, 3)
-                                                else:
                                                     return (64, 128, 4, 2)
-                                else:
-                                    if f['num_kv_heads'] <= 5:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (64, 128, 4, 2)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
                                         else:
-                                            return (64, 64, 4, 2)
+                                            return (64, 64, 4, 3)
                             else:
-                                if f['block_size'] <= 40:
-                                    if f['num_tokens'] <= 3072:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 64, 4, 2)
+                                if f['num_kv_heads'] <= 5:
+                                    if f['num_seqs'] <= 24:
+                                        if f['programs'] <= 96:
+                                            if f['programs'] <= 12:
+                                                if f['group'] <= 2:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['kv_bits'] <= 12:
+                                                            if f['block_size'] <= 40:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_seqs'] <= 6:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['kv_bits'] <= 12:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['programs'] <= 48:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
                                         else:
-                                            return (64, 128, 4, 2)
-                                else:
-                                    if f['num_tokens'] <= 591:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['programs'] <= 24:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['num_kv_heads'] <= 5:
-                                                if f['group'] <= 6:
-                                                    if f['group'] <= 2:
-                                                        if f['programs'] <= 48:
-                                                            return (64, 64, 4, 2)
+                                            if f['kv_bits'] <= 12:
+                                                if f['max_seqlen_k'] <= 6144:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['num_tokens'] <= 2051:
+                                                        if f['num_seqs'] <= 4:
+                                                            if f['group'] <= 6:
+                                                                if f['max_seqlen_k'] <= 20480:
+                                                                    if f['block_size'] <= 40:
+                                                                        return 'hand'
+                                                                    else:
+                                                                        return (128, 128, 8, 3)
+                                                                else:
+                                                                    if f['block_size'] <= 40:
+                                                                        return (128, 128, 8, 3)
+                                                                    else:
+                                                                        return 'hand'
+                                                            else:
+                                                                if f['max_seqlen_k'] <= 20480:
+                                                                    if f['block_size'] <= 40:
+                                                                        return (128, 128, 8, 3)
+                                                                    else:
+                                                                        return 'hand'
+                                                                else:
+                                                                    return (128, 128, 8, 3)
                                                         else:
                                                             return (64, 128, 4, 2)
                                                     else:
                                                         if f['num_kv_heads'] <= 1:
                                                             return (64, 128, 4, 2)
                                                         else:
-                                                            return (64, 64, 4, 2)
+                                                            if f['block_size'] <= 40:
+                                                                return 'hand'
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_tokens'] <= 771:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 1280:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 5120:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                else:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_q'] <= 1536:
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_k'] <= 768:
+                                                        if f['programs'] <= 48:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['num_tokens'] <= 384:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                if f['block_size'] <= 40:
+                                                                    if f['max_seqlen_k'] <= 5120:
+                                                                        return (128, 128, 8, 2)
+                                                                    else:
+                                                                        return (128, 128, 8, 3)
+                                                                else:
+                                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return 'hand'
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        if f['programs'] <= 48:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['programs'] <= 96:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return 'hand'
                                                 else:
                                                     return (64, 128, 4, 2)
                                             else:
-                                                return (64, 128, 4, 2)
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_q'] <= 384:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        if f['num_tokens'] <= 1280:
+                                                            if f['kv_bits'] <= 12:
+                                                                return (128, 128, 8, 3)
+                                                            else:
+                                                                return 'hand'
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                                else:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return 'hand'
                         else:
-                            if f['programs'] <= 48:
-                                return (64, 64, 4, 2)
-                            else:
-                                if f['num_tokens'] <= 384:
-                                    return (64, 64, 4, 2)
+                            if f['max_seqlen_k'] <= 5120:
+                                if f['kv_bits'] <= 12:
+                                    return (64, 128, 4, 2)
                                 else:
+                                    return (64, 64, 4, 3)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['block_size'] <= 40:
+                                        return (128, 128, 8, 3)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    return 'hand'
+                else:
+                    if f['programs'] <= 48:
+                        if f['num_kv_heads'] <= 1:
+                            if f['kv_bits'] <= 12:
+                                return (64, 128, 4, 2)
+                            else:
+                                return (64, 64, 4, 3)
+                        else:
+                            return (64, 64, 4, 3)
+                    else:
+                        if f['num_kv_heads'] <= 5:
+                            if f['kv_bits'] <= 12:
+                                if f['group'] <= 6:
+                                    if f['programs'] <= 96:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (128, 128, 8, 3)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    return (128, 128, 8, 3)
+                            else:
+                                if f['num_tokens'] <= 1280:
                                     if f['block_size'] <= 40:
                                         return (64, 128, 4, 2)
                                     else:
-                                        if f['group'] <= 2:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['num_seqs'] <= 3:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                    else:
-                        if f['num_kv_heads'] <= 5:
-                            return (64, 128, 4, 2)
+                                        return 'hand'
+                                else:
+                                    return (64, 128, 4, 2)
                         else:
-                            if f['kv_bits'] <= 12:
-                                if f['block_size'] <= 40:
-                                    if f['num_tokens'] <= 768:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 128, 4, 2)
+                            if f['programs'] <= 96:
+                                if f['kv_bits'] <= 12:
+                                    return (128, 128, 8, 3)
                                 else:
                                     return (64, 128, 4, 2)
                             else:
-                                return (64, 128, 4, 2)
-                else:
-                    if f['num_tokens'] <= 3072:
-                        if f['programs'] <= 48:
-                            if f['num_tokens'] <= 1536:
-                                if f['max_seqlen_k'] <= 384:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['num_seqs'] <= 5:
-                                            return (64, 64, 4, 2)
+                                if f['kv_bits'] <= 12:
+                                    if f['block_size'] <= 40:
+                                        return (128, 128, 8, 3)
+                                    else:
+                                        if f['num_tokens'] <= 384:
+                                            return 'hand'
                                         else:
+                                            if f['group'] <= 2:
+                                                return 'hand'
+                                            else:
+                                                return (128, 128, 8, 3)
+                                else:
+                                    return 'hand'
+            else:
+                if f['max_seqlen_k'] <= 768:
+                    if f['programs'] <= 96:
+                        if f['num_tokens'] <= 3072:
+                            if f['programs'] <= 48:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['num_tokens'] <= 515:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_tokens'] <= 771:
                                             if f['kv_bits'] <= 12:
                                                 return (64, 64, 4, 2)
                                             else:
@@ -14623,2335 +14960,2076 @@ def prefill(f):
                                                     return (64, 128, 4, 2)
                                                 else:
                                                     return (64, 64, 4, 2)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 64, 4, 2)
                                         else:
-                                            if f['block_size'] <= 40:
-                                                return (64, 128, 4, 2)
-                                            else:
+                                            if f['num_kv_heads'] <= 1:
                                                 return (64, 64, 4, 2)
-                            else:
-                                if f['block_size'] <= 40:
+                                            else:
+                                                if f['num_tokens'] <= 1536:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 384:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            if f['block_size'] <= 40:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                else:
                                     if f['max_seqlen_k'] <= 384:
                                         return (64, 64, 4, 2)
                                     else:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                else:
-                                    return (64, 64, 4, 2)
-                        else:
-                            if f['block_size'] <= 40:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['num_tokens'] <= 1536:
-                                        if f['num_seqs'] <= 3:
+                                        if f['block_size'] <= 40:
                                             if f['kv_bits'] <= 12:
-                                                if f['group'] <= 6:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                            else:
                                                 return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 128, 4, 2)
                                         else:
                                             return (64, 64, 4, 2)
+                            else:
+                                if f['block_size'] <= 40:
+                                    if f['num_kv_heads'] <= 5:
+                                        return (64, 64, 4, 2)
                                     else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['num_seqs'] <= 6:
+                                        if f['max_seqlen_k'] <= 384:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['kv_bits'] <= 12:
                                                 return (128, 128, 8, 2)
                                             else:
                                                 return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 2)
                                 else:
-                                    if f['max_seqlen_k'] <= 384:
-                                        return (64, 64, 4, 2)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
-                            else:
-                                if f['group'] <= 6:
-                                    if f['num_seqs'] <= 6:
+                                    if f['kv_bits'] <= 12:
                                         if f['num_kv_heads'] <= 5:
-                                            if f['max_seqlen_k'] <= 384:
-                                                if f['kv_bits'] <= 12:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (128, 64, 8, 2)
-                                            else:
-                                                if f['kv_bits'] <= 12:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (128, 128, 8, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
+                                            return (64, 64, 4, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 384:
                                                 return (64, 64, 4, 2)
                                             else:
-                                                if f['kv_bits'] <= 12:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
+                                                return (128, 128, 8, 2)
                                     else:
-                                        return (64, 64, 4, 2)
-                                else:
-                                    return (64, 64, 4, 2)
-                    else:
-                        if f['max_seqlen_q'] <= 384:
-                            return (64, 64, 4, 2)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 48:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    return (128, 128, 8, 2)
-                            else:
-                                if f['num_tokens'] <= 6144:
-                                    if f['block_size'] <= 40:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['programs'] <= 48:
+                                        if f['num_kv_heads'] <= 1:
                                             return (64, 64, 4, 2)
                                         else:
+                                            if f['num_tokens'] <= 771:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 384:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                        else:
+                            if f['max_seqlen_q'] <= 384:
+                                return (64, 64, 4, 2)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['programs'] <= 48:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        return (128, 128, 8, 2)
+                                else:
+                                    if f['num_seqs'] <= 12:
+                                        if f['programs'] <= 48:
+                                            if f['block_size'] <= 40:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                        else:
                                             return (64, 128, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 2)
+                    else:
+                        if f['kv_bits'] <= 12:
+                            if f['max_seqlen_k'] <= 384:
+                                if f['num_seqs'] <= 1:
+                                    return (128, 128, 8, 2)
                                 else:
                                     return (64, 64, 4, 2)
-            else:
-                if f['max_seqlen_k'] <= 81920:
-                    if f['num_kv_heads'] <= 5:
-                        if f['num_tokens'] <= 207:
-                            if f['max_seqlen_k'] <= 5120:
-                                if f['programs'] <= 48:
-                                    return (64, 128, 4, 2)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 128, 4, 2)
+                            else:
+                                if f['num_seqs'] <= 24:
+                                    if f['num_tokens'] <= 771:
+                                        if f['num_seqs'] <= 4:
+                                            return (128, 128, 8, 2)
                                         else:
-                                            if f['num_tokens'] <= 147:
-                                                if f['block_size'] <= 40:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        return (128, 128, 8, 2)
+                                else:
+                                    return (64, 64, 4, 2)
+                        else:
+                            if f['group'] <= 2:
+                                if f['num_seqs'] <= 6:
+                                    return (128, 64, 8, 2)
+                                else:
+                                    return (64, 64, 4, 2)
+                            else:
+                                if f['num_tokens'] <= 207:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    if f['num_tokens'] <= 771:
+                                        if f['num_tokens'] <= 515:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        return (128, 64, 8, 2)
+                else:
+                    if f['programs'] <= 96:
+                        if f['max_seqlen_k'] <= 81920:
+                            if f['block_size'] <= 40:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['num_seqs'] <= 20:
+                                        if f['programs'] <= 48:
+                                            if f['max_seqlen_q'] <= 192:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['kv_bits'] <= 12:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 320:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['kv_bits'] <= 12:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                            else:
+                                                if f['max_seqlen_k'] <= 6144:
                                                     return (64, 128, 4, 2)
                                                 else:
                                                     if f['group'] <= 6:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['kv_bits'] <= 12:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['kv_bits'] <= 12:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return 'hand'
+                                    else:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            if f['programs'] <= 48:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return 'hand'
+                                else:
+                                    if f['programs'] <= 48:
+                                        if f['programs'] <= 24:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['kv_bits'] <= 12:
+                                                if f['num_tokens'] <= 195:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    return (128, 128, 8, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 1536:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        if f['max_seqlen_q'] <= 192:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        return 'hand'
+                                        else:
+                                            return (64, 128, 4, 2)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['programs'] <= 48:
+                                            if f['max_seqlen_k'] <= 3072:
+                                                if f['max_seqlen_q'] <= 1536:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['max_seqlen_k'] <= 1536:
+                                                            if f['group'] <= 2:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['programs'] <= 24:
+                                                            if f['group'] <= 2:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                else:
+                                                    if f['programs'] <= 24:
+                                                        return (64, 64, 4, 3)
+                                                    else:
                                                         return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                        else:
+                                            if f['num_seqs'] <= 6:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                            else:
+                                                if f['num_kv_heads'] <= 1:
+                                                    if f['num_tokens'] <= 4163:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    if f['num_tokens'] <= 339:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['group'] <= 2:
+                                                if f['num_seqs'] <= 4:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['num_tokens'] <= 384:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                            else:
+                                                return (128, 128, 8, 3)
+                                        else:
+                                            if f['num_tokens'] <= 384:
+                                                if f['group'] <= 2:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                            else:
+                                                return 'hand'
+                                else:
+                                    if f['programs'] <= 48:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['num_seqs'] <= 6:
+                                                    if f['programs'] <= 3:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['programs'] <= 6:
+                                                            if f['num_tokens'] <= 384:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 6144:
+                                                                return (64, 64, 4, 2)
+                                                            else:
+                                                                if f['num_kv_heads'] <= 1:
+                                                                    if f['group'] <= 2:
+                                                                        return (64, 64, 4, 3)
+                                                                    else:
+                                                                        if f['programs'] <= 24:
+                                                                            return (64, 64, 4, 2)
+                                                                        else:
+                                                                            return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['num_tokens'] <= 339:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['num_tokens'] <= 384:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return 'hand'
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['max_seqlen_q'] <= 1280:
+                                                    if f['max_seqlen_q'] <= 384:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['programs'] <= 10:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['programs'] <= 24:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    if f['num_tokens'] <= 384:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return 'hand'
+                                    else:
+                                        if f['num_tokens'] <= 384:
+                                            if f['num_tokens'] <= 147:
+                                                if f['group'] <= 2:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
                                                     else:
                                                         return (64, 64, 4, 3)
                                             else:
-                                                return (64, 64, 4, 3)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 64, 4, 3)
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['max_seqlen_q'] <= 192:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                                else:
+                                                    return 'hand'
                                         else:
-                                            if f['num_tokens'] <= 147:
+                                            if f['max_seqlen_k'] <= 6144:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_seqs'] <= 4:
+                                                    if f['max_seqlen_q'] <= 1280:
+                                                        return 'hand'
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 20480:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return 'hand'
+                                                else:
+                                                    return (64, 64, 4, 3)
+                        else:
+                            if f['programs'] <= 48:
+                                if f['num_kv_heads'] <= 1:
+                                    if f['programs'] <= 24:
+                                        if f['programs'] <= 3:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 64, 4, 3)
+                                            else:
                                                 if f['block_size'] <= 40:
                                                     return (64, 128, 4, 2)
                                                 else:
-                                                    if f['group'] <= 6:
+                                                    return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                else:
+                                    if f['group'] <= 6:
+                                        if f['group'] <= 2:
+                                            if f['kv_bits'] <= 12:
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    if f['block_size'] <= 40:
                                                         return (64, 64, 4, 3)
                                                     else:
-                                                        return (64, 128, 4, 2)
+                                                        if f['num_tokens'] <= 384:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['programs'] <= 24:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                        else:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 128, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
                             else:
                                 if f['num_kv_heads'] <= 1:
-                                    if f['num_seqs'] <= 20:
-                                        if f['head_dim'] <= 96:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                if f['group'] <= 6:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['kv_bits'] <= 12:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                            else:
-                                                if f['kv_bits'] <= 12:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                else:
-                                    if f['num_tokens'] <= 147:
-                                        if f['kv_bits'] <= 12:
-                                            if f['head_dim'] <= 96:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['programs'] <= 40:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        if f['head_dim'] <= 96:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return 'hand'
-                        else:
-                            if f['head_dim'] <= 96:
-                                if f['group'] <= 6:
-                                    if f['num_tokens'] <= 384:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['programs'] <= 6:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['programs'] <= 12:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_seqs'] <= 6:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                else:
-                                    if f['programs'] <= 48:
-                                        return (64, 128, 4, 2)
-                                    else:
+                                    if f['kv_bits'] <= 12:
                                         if f['block_size'] <= 40:
                                             return (64, 128, 4, 2)
                                         else:
-                                            if f['kv_bits'] <= 12:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 20480:
-                                                        return 'hand'
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['num_seqs'] <= 6:
-                                        if f['programs'] <= 48:
-                                            if f['max_seqlen_k'] <= 3072:
-                                                if f['num_kv_heads'] <= 1:
-                                                    if f['programs'] <= 24:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['group'] <= 2:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['num_tokens'] <= 768:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['block_size'] <= 40:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    if f['programs'] <= 24:
-                                                        if f['group'] <= 2:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
+                                            return (128, 128, 8, 3)
+                                    else:
+                                        return (64, 128, 4, 2)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['kv_bits'] <= 12:
+                                            return (128, 128, 8, 3)
                                         else:
-                                            if f['max_seqlen_k'] <= 6144:
+                                            if f['group'] <= 6:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return 'hand'
+                                    else:
+                                        return 'hand'
+                    else:
+                        if f['max_seqlen_k'] <= 3072:
+                            if f['kv_bits'] <= 12:
+                                if f['num_seqs'] <= 6:
+                                    return (128, 128, 8, 2)
+                                else:
+                                    if f['num_tokens'] <= 5123:
+                                        if f['num_seqs'] <= 80:
+                                            if f['group'] <= 6:
                                                 return (64, 128, 4, 2)
                                             else:
                                                 if f['block_size'] <= 40:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        if f['max_seqlen_q'] <= 5120:
-                                                            return (128, 128, 8, 2)
-                                                        else:
-                                                            return (128, 128, 8, 3)
-                                                    else:
-                                                        return (128, 128, 8, 3)
+                                                    return (64, 64, 4, 2)
                                                 else:
-                                                    if f['group'] <= 2:
+                                                    return (64, 64, 4, 3)
+                                        else:
+                                            return (128, 128, 8, 3)
+                                    else:
+                                        return (128, 128, 8, 2)
+                            else:
+                                if f['num_seqs'] <= 3:
+                                    if f['group'] <= 2:
+                                        if f['block_size'] <= 40:
+                                            return (128, 128, 8, 2)
+                                        else:
+                                            if f['num_seqs'] <= 1:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 8, 2)
+                                    else:
+                                        if f['num_tokens'] <= 768:
+                                            if f['block_size'] <= 40:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 2)
+                                else:
+                                    if f['num_tokens'] <= 3075:
+                                        if f['num_seqs'] <= 80:
+                                            if f['num_tokens'] <= 339:
+                                                if f['block_size'] <= 40:
+                                                    if f['num_tokens'] <= 147:
                                                         return (64, 128, 4, 2)
                                                     else:
-                                                        return (128, 128, 8, 3)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    return (64, 128, 4, 2)
+                                                        return (64, 64, 4, 3)
                                                 else:
                                                     return (64, 64, 4, 3)
                                             else:
-                                                return (64, 64, 4, 3)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_q'] <= 6144:
-                                            if f['programs'] <= 48:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 6144:
+                                                if f['num_seqs'] <= 20:
                                                     return (64, 128, 4, 2)
                                                 else:
-                                                    if f['num_seqs'] <= 4:
-                                                        return 'hand'
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['programs'] <= 48:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                if f['programs'] <= 12:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            if f['max_seqlen_k'] <= 5120:
-                                                                if f['num_tokens'] <= 768:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    return (64, 64, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    if f['num_seqs'] <= 6:
-                                                        if f['max_seqlen_q'] <= 3072:
-                                                            if f['max_seqlen_k'] <= 5120:
-                                                                if f['max_seqlen_q'] <= 1536:
-                                                                    return (64, 64, 4, 2)
-                                                                else:
-                                                                    if f['programs'] <= 24:
-                                                                        return (64, 128, 4, 2)
-                                                                    else:
-                                                                        return (64, 64, 4, 2)
-                                                            else:
-                                                                if f['group'] <= 6:
-                                                                    if f['programs'] <= 24:
-                                                                        if f['num_tokens'] <= 384:
-                                                                            return (64, 128, 4, 2)
-                                                                        else:
-                                                                            if f['num_tokens'] <= 1280:
-                                                                                return (64, 64, 4, 2)
-                                                                            else:
-                                                                                return (64, 128, 4, 2)
-                                                                    else:
-                                                                        return (64, 64, 4, 2)
-                                                                else:
-                                                                    return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                            else:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['programs'] <= 24:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                        else:
-                                            if f['max_seqlen_k'] <= 6144:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    if f['num_tokens'] <= 4355:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    return 'hand'
-                    else:
-                        if f['max_seqlen_k'] <= 20480:
-                            if f['programs'] <= 48:
-                                if f['max_seqlen_q'] <= 384:
-                                    if f['head_dim'] <= 96:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                else:
-                                    return (64, 128, 4, 2)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['head_dim'] <= 96:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 192:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 128, 8, 3)
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                if f['max_seqlen_q'] <= 576:
                                                     if f['block_size'] <= 40:
                                                         return (64, 128, 4, 2)
                                                     else:
                                                         return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                return (128, 128, 8, 3)
                                         else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 128, 8, 3)
-                                else:
-                                    if f['num_tokens'] <= 195:
-                                        if f['head_dim'] <= 96:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return 'hand'
+                                            return (128, 64, 8, 3)
                                     else:
-                                        if f['head_dim'] <= 96:
-                                            return (64, 128, 4, 2)
+                                        if f['block_size'] <= 40:
+                                            return (128, 128, 8, 2)
                                         else:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                return (64, 128, 4, 2)
+                                            if f['num_seqs'] <= 12:
+                                                return (128, 64, 8, 2)
                                             else:
-                                                return 'hand'
+                                                return (64, 64, 4, 2)
                         else:
-                            if f['programs'] <= 24:
-                                return (64, 64, 4, 3)
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['head_dim'] <= 96:
-                                        if f['group'] <= 2:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 128, 4, 2)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_q'] <= 384:
-                                            if f['head_dim'] <= 96:
-                                                return 'hand'
-                                            else:
-                                                return (128, 128, 8, 3)
-                                        else:
-                                            if f['head_dim'] <= 96:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        if f['max_seqlen_q'] <= 384:
-                                            return 'hand'
-                                        else:
-                                            if f['head_dim'] <= 96:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return 'hand'
-                else:
-                    if f['programs'] <= 48:
-                        if f['programs'] <= 6:
-                            if f['programs'] <= 3:
-                                if f['head_dim'] <= 96:
-                                    if f['kv_bits'] <= 12:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 3)
-                                else:
-                                    return (64, 64, 4, 3)
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['num_tokens'] <= 384:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['head_dim'] <= 96:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['head_dim'] <= 96:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_q'] <= 384:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['head_dim'] <= 96:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 64, 4, 3)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['head_dim'] <= 96:
-                                    if f['num_kv_heads'] <= 1:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 3)
-                                else:
+                            if f['num_tokens'] <= 2051:
+                                if f['num_tokens'] <= 207:
                                     if f['group'] <= 6:
                                         return (64, 64, 4, 3)
                                     else:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                            else:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['block_size'] <= 40:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['head_dim'] <= 96:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 3)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        if f['programs'] <= 24:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return 'hand'
-                    else:
-                        if f['kv_bits'] <= 12:
-                            if f['head_dim'] <= 96:
-                                return (128, 128, 8, 3)
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['num_tokens'] <= 384:
-                                        return 'hand'
-                                    else:
-                                        return (128, 128, 8, 3)
-                                else:
-                                    return 'hand'
-                        else:
-                            if f['num_tokens'] <= 1280:
-                                return 'hand'
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['head_dim'] <= 96:
-                                        return 'hand'
-                                    else:
-                                        return (64, 128, 4, 2)
-                                else:
-                                    return 'hand'
-        else:
-            if f['num_seqs'] <= 24:
-                if f['head_dim'] <= 96:
-                    if f['programs'] <= 384:
-                        if f['programs'] <= 192:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['num_tokens'] <= 195:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            if f['block_size'] <= 40:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 1088:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 1088:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                else:
-                                    if f['num_kv_heads'] <= 5:
                                         if f['kv_bits'] <= 12:
-                                            if f['max_seqlen_k'] <= 6144:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    if f['max_seqlen_q'] <= 12288:
-                                                        if f['num_tokens'] <= 5123:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['num_seqs'] <= 1:
-                                                                if f['block_size'] <= 40:
-                                                                    return 'hand'
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['group'] <= 6:
+                                                if f['num_kv_heads'] <= 5:
+                                                    if f['num_tokens'] <= 1295:
+                                                        if f['group'] <= 2:
+                                                            if f['max_seqlen_q'] <= 320:
+                                                                if f['kv_bits'] <= 12:
+                                                                    return (128, 128, 8, 3)
                                                                 else:
-                                                                    return (64, 128, 4, 2)
+                                                                    return 'hand'
                                                             else:
-                                                                if f['block_size'] <= 40:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    return 'hand'
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        return (128, 128, 8, 2)
+                                                else:
+                                                    if f['kv_bits'] <= 12:
+                                                        if f['max_seqlen_q'] <= 1280:
+                                                            return 'hand'
+                                                        else:
+                                                            return (128, 128, 8, 2)
+                                                    else:
+                                                        return 'hand'
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 384:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['max_seqlen_k'] <= 81920:
+                                                        return (128, 128, 8, 3)
                                                     else:
                                                         return (64, 128, 4, 2)
                                                 else:
-                                                    if f['block_size'] <= 40:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            if f['num_tokens'] <= 1283:
-                                                                return (64, 128, 4, 2)
+                                                    return 'hand'
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['max_seqlen_k'] <= 81920:
+                                                        if f['group'] <= 2:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            if f['group'] <= 6:
+                                                                if f['max_seqlen_q'] <= 1280:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (128, 128, 8, 3)
                                                             else:
+                                                                return 'hand'
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 81920:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            if f['num_kv_heads'] <= 1:
+                                                                return 'hand'
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        return 'hand'
+                                    else:
+                                        if f['group'] <= 6:
+                                            if f['num_tokens'] <= 515:
+                                                if f['max_seqlen_k'] <= 81920:
+                                                    if f['num_seqs'] <= 64:
+                                                        if f['kv_bits'] <= 12:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                if f['num_seqs'] <= 4:
+                                                    if f['max_seqlen_k'] <= 81920:
+                                                        if f['kv_bits'] <= 12:
+                                                            if f['num_kv_heads'] <= 5:
                                                                 if f['max_seqlen_k'] <= 20480:
                                                                     return (128, 128, 8, 3)
                                                                 else:
-                                                                    return (64, 128, 4, 2)
-                                                        else:
-                                                            return (128, 128, 8, 3)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 20480:
-                                                            if f['num_tokens'] <= 1283:
-                                                                return (64, 128, 4, 2)
+                                                                    return 'hand'
                                                             else:
-                                                                return 'hand'
-                                                        else:
-                                                            return (128, 128, 8, 3)
-                                        else:
-                                            if f['num_tokens'] <= 771:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 1280:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            if f['kv_bits'] <= 12:
-                                                if f['max_seqlen_k'] <= 1536:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 128, 8, 3)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 128, 8, 3)
-                                                            else:
-                                                                return 'hand'
-                                            else:
-                                                if f['num_tokens'] <= 384:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return 'hand'
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                if f['group'] <= 2:
-                                                    return (128, 128, 8, 3)
-                                                else:
-                                                    if f['num_tokens'] <= 384:
-                                                        return (128, 128, 8, 3)
-                                                    else:
-                                                        if f['kv_bits'] <= 12:
-                                                            return (128, 128, 8, 3)
-                                                        else:
-                                                            return 'hand'
-                                            else:
-                                                if f['kv_bits'] <= 12:
-                                                    return (128, 128, 8, 3)
-                                                else:
-                                                    return 'hand'
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['num_tokens'] <= 1280:
-                                        if f['block_size'] <= 40:
-                                            return (128, 128, 8, 3)
-                                        else:
-                                            if f['num_tokens'] <= 384:
-                                                return 'hand'
-                                            else:
-                                                return (128, 128, 8, 3)
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['block_size'] <= 40:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            if f['num_kv_heads'] <= 1:
-                                                if f['block_size'] <= 40:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 128, 8, 3)
-                                            else:
-                                                return 'hand'
-                                else:
-                                    return 'hand'
-                        else:
-                            if f['group'] <= 6:
-                                if f['max_seqlen_q'] <= 12288:
-                                    if f['num_tokens'] <= 12288:
-                                        if f['max_seqlen_k'] <= 3072:
-                                            if f['num_seqs'] <= 12:
-                                                if f['num_seqs'] <= 6:
-                                                    if f['max_seqlen_k'] <= 768:
-                                                        if f['num_seqs'] <= 3:
-                                                            return (128, 64, 4, 2)
-                                                        else:
-                                                            if f['kv_bits'] <= 12:
-                                                                return (64, 64, 4, 2)
-                                                            else:
-                                                                return (128, 64, 4, 2)
-                                                    else:
-                                                        if f['kv_bits'] <= 12:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 1536:
-                                                                return (64, 64, 4, 2)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 320:
-                                                        if f['block_size'] <= 40:
-                                                            if f['kv_bits'] <= 12:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['num_tokens'] <= 3075:
-                                                            if f['kv_bits'] <= 12:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['num_kv_heads'] <= 5:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    if f['max_seqlen_k'] <= 1280:
-                                                                        if f['block_size'] <= 40:
-                                                                            return (64, 128, 4, 2)
-                                                                        else:
-                                                                            return (64, 64, 4, 2)
-                                                                    else:
-                                                                        if f['group'] <= 2:
-                                                                            return (64, 64, 4, 3)
-                                                                        else:
-                                                                            if f['block_size'] <= 40:
-                                                                                return (64, 128, 4, 2)
-                                                                            else:
-                                                                                return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 768:
-                                                                if f['kv_bits'] <= 12:
-                                                                    if f['block_size'] <= 40:
-                                                                        return (64, 128, 4, 2)
-                                                                    else:
-                                                                        if f['num_kv_heads'] <= 5:
-                                                                            return (128, 64, 4, 2)
-                                                                        else:
-                                                                            return (64, 64, 4, 2)
-                                                                else:
-                                                                    return (128, 64, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 2)
-                                            else:
-                                                if f['kv_bits'] <= 12:
-                                                    if f['num_tokens'] <= 6144:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (128, 64, 4, 2)
-                                                else:
-                                                    return (128, 64, 4, 2)
-                                        else:
-                                            if f['num_kv_heads'] <= 5:
-                                                if f['max_seqlen_q'] <= 1280:
-                                                    if f['kv_bits'] <= 12:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 3072:
-                                                        if f['kv_bits'] <= 12:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['kv_bits'] <= 12:
-                                                            if f['num_seqs'] <= 1:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['block_size'] <= 40:
-                                                                    return (64, 128, 4, 2)
+                                                                if f['max_seqlen_k'] <= 20480:
+                                                                    return 'hand'
                                                                 else:
                                                                     return (128, 128, 8, 3)
                                                         else:
-                                                            return (64, 128, 4, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    if f['max_seqlen_q'] <= 320:
-                                                        if f['kv_bits'] <= 12:
-                                                            return (128, 64, 8, 3)
-                                                        else:
-                                                            return (64, 64, 4, 3)
+                                                            return 'hand'
                                                     else:
                                                         if f['kv_bits'] <= 12:
-                                                            if f['num_tokens'] <= 2307:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
+                                                            return (128, 128, 8, 3)
                                                         else:
-                                                            if f['max_seqlen_k'] <= 6144:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
+                                                            return 'hand'
                                                 else:
-                                                    if f['num_seqs'] <= 4:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['kv_bits'] <= 12:
-                                                            if f['num_tokens'] <= 327:
-                                                                return (128, 128, 8, 3)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                        else:
+                                                    if f['kv_bits'] <= 12:
+                                                        if f['group'] <= 2:
                                                             return (64, 64, 4, 3)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['block_size'] <= 40:
-                                                if f['max_seqlen_k'] <= 6144:
-                                                    if f['max_seqlen_q'] <= 3072:
-                                                        return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
                                                     else:
                                                         return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                            else:
-                                                if f['num_seqs'] <= 12:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 1536:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
                                         else:
-                                            if f['max_seqlen_k'] <= 3072:
-                                                if f['num_seqs'] <= 12:
+                                            if f['kv_bits'] <= 12:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                return 'hand'
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['block_size'] <= 40:
+                                        if f['num_seqs'] <= 6:
+                                            return (128, 128, 8, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        if f['num_tokens'] <= 3075:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (128, 128, 8, 3)
+                                else:
+                                    if f['num_seqs'] <= 1:
+                                        if f['max_seqlen_k'] <= 6144:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 12288:
+                                                if f['block_size'] <= 40:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_q'] <= 3072:
+                                            if f['block_size'] <= 40:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            return 'hand'
+        else:
+            if f['num_seqs'] <= 24:
+                if f['head_dim'] <= 96:
+                    if f['programs'] <= 768:
+                        if f['max_seqlen_k'] <= 1536:
+                            if f['max_seqlen_q'] <= 768:
+                                if f['num_tokens'] <= 771:
+                                    if f['max_seqlen_k'] <= 384:
+                                        if f['num_seqs'] <= 5:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_seqs'] <= 4:
+                                            return (128, 64, 4, 2)
+                                        else:
+                                            if f['programs'] <= 384:
+                                                if f['block_size'] <= 40:
                                                     return (64, 128, 4, 2)
                                                 else:
-                                                    if f['max_seqlen_k'] <= 1536:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                else:
+                                    if f['programs'] <= 384:
+                                        if f['max_seqlen_k'] <= 384:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 2:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    if f['kv_bits'] <= 12:
                                                         return (64, 64, 4, 2)
                                                     else:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 128, 4, 2)
+                                                        return (128, 64, 4, 2)
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                        else:
+                                            if f['kv_bits'] <= 12:
+                                                if f['block_size'] <= 40:
+                                                    if f['group'] <= 6:
+                                                        return (128, 64, 4, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (128, 64, 4, 2)
                                                         else:
                                                             return (64, 64, 4, 2)
+                                                else:
+                                                    if f['num_seqs'] <= 6:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            return (128, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 4, 2)
+                                    else:
+                                        if f['max_seqlen_q'] <= 384:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['num_seqs'] <= 6:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                                else:
+                                                    return (128, 64, 4, 2)
+                                        else:
+                                            if f['num_tokens'] <= 1536:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['num_seqs'] <= 12:
+                                                            return (128, 64, 4, 2)
+                                                        else:
+                                                            if f['block_size'] <= 40:
+                                                                if f['num_kv_heads'] <= 1:
+                                                                    return (64, 64, 4, 2)
+                                                                else:
+                                                                    return (128, 64, 8, 2)
+                                                            else:
+                                                                return (128, 64, 4, 2)
+                            else:
+                                if f['group'] <= 2:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['kv_bits'] <= 12:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return (128, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                    else:
+                                        if f['programs'] <= 384:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['kv_bits'] <= 12:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 2)
                                             else:
                                                 return (64, 64, 4, 2)
                                 else:
-                                    if f['kv_bits'] <= 12:
+                                    if f['block_size'] <= 40:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        if f['programs'] <= 384:
+                                            if f['group'] <= 6:
+                                                if f['kv_bits'] <= 12:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['num_tokens'] <= 2560:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (128, 64, 8, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                        else:
+                            if f['num_seqs'] <= 1:
+                                if f['programs'] <= 384:
+                                    if f['num_tokens'] <= 3072:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                if f['num_tokens'] <= 1280:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    if f['kv_bits'] <= 12:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return (128, 128, 8, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1280:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (128, 64, 4, 2)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 20480:
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 64, 4, 2)
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                                else:
+                                                    if f['kv_bits'] <= 12:
+                                                        if f['max_seqlen_k'] <= 20480:
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 128, 8, 2)
+                                                            else:
+                                                                return (128, 128, 8, 3)
+                                                        else:
+                                                            return (128, 64, 4, 2)
+                                                    else:
+                                                        if f['block_size'] <= 40:
+                                                            if f['max_seqlen_k'] <= 20480:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (128, 64, 4, 2)
+                                                        else:
+                                                            return (128, 64, 4, 2)
+                                        else:
+                                            if f['kv_bits'] <= 12:
+                                                return (128, 64, 4, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1280:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['group'] <= 6:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['max_seqlen_q'] <= 6144:
+                                                        if f['block_size'] <= 40:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                        else:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                else:
+                                    if f['group'] <= 2:
                                         if f['block_size'] <= 40:
                                             return (64, 128, 4, 2)
                                         else:
-                                            if f['num_kv_heads'] <= 1:
-                                                return 'hand'
-                                            else:
-                                                return (64, 128, 4, 2)
+                                            return 'hand'
                                     else:
-                                        return (64, 128, 4, 2)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_k'] <= 1536:
-                                        if f['num_seqs'] <= 6:
-                                            if f['num_tokens'] <= 1280:
-                                                return (128, 64, 4, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 768:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 64, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_k'] <= 3072:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 3)
                                                 else:
                                                     return (64, 64, 4, 2)
-                                        else:
-                                            if f['num_tokens'] <= 1283:
-                                                return (64, 128, 4, 2)
                                             else:
                                                 return (128, 64, 4, 2)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['num_seqs'] <= 1:
-                                                return (128, 128, 8, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['max_seqlen_q'] <= 3072:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 12288:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        return (128, 64, 4, 2)
                                             else:
-                                                if f['max_seqlen_q'] <= 1280:
+                                                if f['num_tokens'] <= 12288:
+                                                    if f['max_seqlen_k'] <= 3072:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                                else:
+                                                    return (128, 64, 8, 2)
+                            else:
+                                if f['num_tokens'] <= 3075:
+                                    if f['max_seqlen_q'] <= 1280:
+                                        if f['kv_bits'] <= 12:
+                                            if f['programs'] <= 384:
+                                                if f['max_seqlen_k'] <= 5120:
                                                     return (64, 128, 4, 2)
                                                 else:
+                                                    if f['num_tokens'] <= 327:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 64, 8, 3)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 320:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 320:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        if f['programs'] <= 384:
+                                                            if f['block_size'] <= 40:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['block_size'] <= 40:
+                                                            if f['num_tokens'] <= 327:
+                                                                if f['group'] <= 6:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                else:
+                                    if f['programs'] <= 384:
+                                        if f['max_seqlen_q'] <= 12288:
+                                            if f['group'] <= 6:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['block_size'] <= 40:
+                                                        if f['max_seqlen_k'] <= 3072:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 6144:
+                                                                if f['num_seqs'] <= 3:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            if f['num_seqs'] <= 6:
+                                                                if f['max_seqlen_k'] <= 3072:
+                                                                    return (64, 64, 4, 2)
+                                                                else:
+                                                                    return (128, 128, 8, 3)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 3072:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                            else:
+                                                if f['kv_bits'] <= 12:
                                                     if f['block_size'] <= 40:
                                                         return (128, 128, 8, 2)
                                                     else:
                                                         return (128, 128, 8, 3)
-                                        else:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                if f['num_tokens'] <= 1280:
-                                                    return (128, 64, 4, 2)
                                                 else:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 128, 8, 3)
+                                                    return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['num_seqs'] <= 6:
+                                                if f['num_tokens'] <= 24576:
+                                                    if f['block_size'] <= 40:
+                                                        if f['max_seqlen_q'] <= 6144:
+                                                            if f['kv_bits'] <= 12:
+                                                                if f['num_tokens'] <= 12288:
+                                                                    if f['max_seqlen_k'] <= 3072:
+                                                                        if f['group'] <= 6:
+                                                                            return (64, 64, 4, 2)
+                                                                        else:
+                                                                            return (128, 128, 8, 2)
+                                                                    else:
+                                                                        if f['num_kv_heads'] <= 1:
+                                                                            return (128, 64, 4, 2)
+                                                                        else:
+                                                                            return (64, 128, 4, 2)
+                                                                else:
+                                                                    return 'hand'
+                                                            else:
+                                                                if f['max_seqlen_q'] <= 3072:
+                                                                    if f['group'] <= 6:
+                                                                        return (64, 64, 4, 2)
+                                                                    else:
+                                                                        return (64, 128, 4, 2)
+                                                                else:
+                                                                    if f['group'] <= 6:
+                                                                        return (64, 128, 4, 2)
+                                                                    else:
+                                                                        return (128, 64, 8, 2)
                                                         else:
-                                                            return (128, 128, 8, 2)
+                                                            if f['kv_bits'] <= 12:
+                                                                return (128, 64, 4, 2)
+                                                            else:
+                                                                return (128, 64, 8, 2)
                                                     else:
-                                                        if f['block_size'] <= 40:
-                                                            if f['max_seqlen_k'] <= 20480:
+                                                        if f['max_seqlen_k'] <= 3072:
+                                                            if f['kv_bits'] <= 12:
+                                                                if f['group'] <= 6:
+                                                                    return (64, 64, 4, 2)
+                                                                else:
+                                                                    return (128, 128, 8, 2)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                        else:
+                                                            if f['num_kv_heads'] <= 1:
+                                                                if f['num_seqs'] <= 3:
+                                                                    if f['num_tokens'] <= 12288:
+                                                                        return (128, 64, 4, 2)
+                                                                    else:
+                                                                        if f['kv_bits'] <= 12:
+                                                                            return (128, 64, 4, 2)
+                                                                        else:
+                                                                            return (128, 64, 8, 2)
+                                                                else:
+                                                                    if f['kv_bits'] <= 12:
+                                                                        return (128, 128, 8, 3)
+                                                                    else:
+                                                                        return (128, 64, 8, 2)
+                                                            else:
+                                                                if f['kv_bits'] <= 12:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    if f['num_seqs'] <= 3:
+                                                        if f['kv_bits'] <= 12:
+                                                            if f['block_size'] <= 40:
                                                                 return (128, 128, 8, 2)
                                                             else:
                                                                 return (64, 128, 4, 2)
                                                         else:
-                                                            return (128, 128, 8, 3)
-                                            else:
-                                                return (128, 64, 4, 2)
-                                else:
-                                    if f['max_seqlen_k'] <= 384:
-                                        if f['block_size'] <= 40:
-                                            if f['num_tokens'] <= 3072:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                return (128, 64, 4, 2)
-                                        else:
-                                            return (128, 64, 4, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['max_seqlen_q'] <= 1536:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    if f['max_seqlen_q'] <= 768:
-                                                        if f['block_size'] <= 40:
-                                                            if f['num_seqs'] <= 6:
-                                                                return (128, 64, 4, 2)
-                                                            else:
-                                                                if f['num_tokens'] <= 2307:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    return (128, 64, 4, 2)
-                                                        else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                if f['num_tokens'] <= 2307:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    return (128, 64, 4, 2)
-                                                            else:
-                                                                return (128, 64, 4, 2)
+                                                            return (64, 128, 4, 2)
                                                     else:
-                                                        return (64, 64, 4, 2)
+                                                        return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_tokens'] <= 24576:
+                                                    return (64, 64, 4, 2)
                                                 else:
-                                                    if f['num_seqs'] <= 4:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 64, 4, 2)
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 20480:
-                                                                return (128, 64, 4, 2)
-                                                            else:
-                                                                return (128, 64, 8, 3)
-                                                    else:
+                                                    if f['kv_bits'] <= 12:
                                                         if f['block_size'] <= 40:
                                                             return (64, 64, 4, 3)
                                                         else:
-                                                            return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
+                                                            return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['block_size'] <= 40:
+                                                            if f['num_seqs'] <= 12:
+                                                                return (128, 64, 8, 3)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 64, 4, 3)
                                         else:
-                                            if f['num_tokens'] <= 1280:
-                                                return (128, 64, 8, 3)
+                                            if f['num_seqs'] <= 3:
+                                                return (64, 64, 4, 3)
                                             else:
                                                 if f['block_size'] <= 40:
-                                                    return (128, 64, 8, 2)
+                                                    if f['kv_bits'] <= 12:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 64, 8, 3)
                                                 else:
-                                                    return (128, 64, 4, 2)
+                                                    return (64, 64, 4, 3)
                     else:
                         if f['kv_bits'] <= 12:
                             if f['group'] <= 2:
                                 if f['num_seqs'] <= 1:
-                                    if f['max_seqlen_q'] <= 12288:
-                                        if f['block_size'] <= 40:
-                                            return (128, 128, 8, 3)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
+                                    return 'hand'
                                 else:
-                                    if f['num_tokens'] <= 5123:
+                                    if f['num_tokens'] <= 9219:
                                         return (64, 128, 4, 2)
                                     else:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['max_seqlen_q'] <= 12288:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['num_seqs'] <= 6:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 3072:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return (128, 128, 8, 3)
-                                        else:
-                                            if f['max_seqlen_k'] <= 768:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
+                                        return (64, 64, 4, 3)
                             else:
-                                if f['max_seqlen_k'] <= 3072:
-                                    if f['programs'] <= 1536:
-                                        if f['max_seqlen_k'] <= 1536:
-                                            if f['max_seqlen_q'] <= 768:
-                                                if f['num_tokens'] <= 771:
-                                                    if f['num_kv_heads'] <= 5:
+                                if f['num_tokens'] <= 3075:
+                                    if f['num_tokens'] <= 2051:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            if f['programs'] <= 1536:
+                                                if f['max_seqlen_q'] <= 768:
+                                                    if f['max_seqlen_k'] <= 1280:
+                                                        return (64, 64, 4, 2)
+                                                    else:
                                                         if f['block_size'] <= 40:
                                                             return (64, 128, 4, 2)
                                                         else:
                                                             return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
                                                 else:
-                                                    return (64, 64, 4, 2)
-                                            else:
-                                                if f['programs'] <= 768:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        if f['num_tokens'] <= 10240:
-                                                            if f['block_size'] <= 40:
-                                                                return (64, 64, 4, 2)
-                                                            else:
-                                                                return (128, 64, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
+                                                    if f['max_seqlen_q'] <= 1536:
+                                                        return (128, 64, 4, 2)
                                                     else:
-                                                        if f['num_tokens'] <= 5120:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 64, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 2)
-                                                        else:
+                                                        if f['block_size'] <= 40:
                                                             return (128, 64, 4, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                if f['num_seqs'] <= 6:
-                                                    if f['group'] <= 6:
-                                                        if f['num_seqs'] <= 3:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['programs'] <= 768:
-                                                            return (128, 128, 8, 2)
-                                                        else:
-                                                            if f['num_seqs'] <= 2:
-                                                                return (128, 64, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                else:
-                                                    if f['num_tokens'] <= 9219:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            if f['programs'] <= 768:
-                                                                return (64, 64, 4, 2)
-                                                            else:
-                                                                return (128, 64, 4, 2)
                                                         else:
                                                             return (64, 64, 4, 2)
                                             else:
-                                                if f['num_kv_heads'] <= 5:
-                                                    if f['num_tokens'] <= 3075:
-                                                        if f['programs'] <= 768:
-                                                            if f['max_seqlen_q'] <= 1280:
-                                                                return (128, 128, 8, 3)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                        else:
-                                                            return (128, 128, 8, 3)
-                                                    else:
-                                                        if f['programs'] <= 768:
-                                                            if f['group'] <= 6:
-                                                                return (64, 64, 4, 2)
-                                                            else:
-                                                                return (128, 128, 8, 2)
-                                                        else:
-                                                            return (128, 64, 4, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 327:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['num_tokens'] <= 3072:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_tokens'] <= 3075:
-                                            if f['programs'] <= 3072:
                                                 if f['max_seqlen_k'] <= 1280:
                                                     return (64, 64, 4, 2)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 1280:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
+                                                    return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_seqs'] <= 4:
+                                                return (128, 64, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['block_size'] <= 40:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['programs'] <= 1536:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
                                         else:
-                                            if f['max_seqlen_k'] <= 384:
-                                                if f['block_size'] <= 40:
+                                            return (64, 64, 4, 3)
+                                else:
+                                    if f['max_seqlen_q'] <= 768:
+                                        if f['programs'] <= 1536:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 6:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (128, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 4, 2)
+                                    else:
+                                        if f['group'] <= 6:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['max_seqlen_k'] <= 6144:
+                                                    if f['num_tokens'] <= 24576:
+                                                        if f['max_seqlen_k'] <= 3072:
+                                                            if f['num_seqs'] <= 12:
+                                                                if f['block_size'] <= 40:
+                                                                    return (64, 64, 4, 2)
+                                                                else:
+                                                                    return (128, 64, 4, 2)
+                                                            else:
+                                                                return (128, 64, 4, 2)
+                                                        else:
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 64, 4, 2)
+                                                            else:
+                                                                return 'hand'
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                                else:
+                                                    return (128, 64, 4, 2)
+                                            else:
+                                                if f['num_seqs'] <= 1:
                                                     return (128, 64, 4, 2)
                                                 else:
-                                                    return (64, 64, 4, 2)
-                                            else:
-                                                return (128, 64, 4, 2)
-                                else:
-                                    if f['num_seqs'] <= 6:
-                                        if f['max_seqlen_k'] <= 6144:
-                                            if f['group'] <= 6:
-                                                if f['num_kv_heads'] <= 5:
-                                                    if f['block_size'] <= 40:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            return 'hand'
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            return (128, 128, 8, 3)
-                                                        else:
-                                                            return 'hand'
-                                                else:
-                                                    if f['block_size'] <= 40:
+                                                    if f['num_seqs'] <= 3:
                                                         if f['programs'] <= 1536:
                                                             return (128, 64, 4, 2)
                                                         else:
-                                                            if f['num_seqs'] <= 3:
-                                                                return (64, 64, 4, 3)
+                                                            if f['block_size'] <= 40:
+                                                                if f['max_seqlen_k'] <= 12288:
+                                                                    if f['programs'] <= 3072:
+                                                                        return (64, 64, 4, 3)
+                                                                    else:
+                                                                        return (128, 64, 4, 2)
+                                                                else:
+                                                                    return (64, 64, 4, 3)
                                                             else:
-                                                                return (128, 64, 4, 2)
+                                                                if f['max_seqlen_q'] <= 6144:
+                                                                    return (128, 64, 4, 2)
+                                                                else:
+                                                                    if f['num_tokens'] <= 24576:
+                                                                        return (64, 64, 4, 3)
+                                                                    else:
+                                                                        return (128, 64, 4, 2)
                                                     else:
                                                         return (128, 64, 4, 2)
-                                            else:
-                                                return (128, 64, 4, 2)
-                                        else:
-                                            if f['programs'] <= 3072:
-                                                return (128, 64, 4, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 12288:
-                                                    if f['programs'] <= 6144:
-                                                        if f['block_size'] <= 40:
-                                                            if f['group'] <= 6:
-                                                                return (128, 64, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['group'] <= 6:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return (128, 64, 4, 2)
-                                                    else:
-                                                        return (128, 64, 4, 2)
-                                                else:
-                                                    return (128, 64, 4, 2)
-                                    else:
-                                        if f['max_seqlen_q'] <= 3072:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['programs'] <= 768:
-                                                    return (128, 128, 8, 3)
-                                                else:
-                                                    if f['programs'] <= 1536:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 64, 4, 3)
                                         else:
                                             if f['block_size'] <= 40:
-                                                if f['num_kv_heads'] <= 1:
+                                                if f['programs'] <= 3072:
                                                     return (128, 64, 4, 2)
                                                 else:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (64, 64, 4, 3)
+                                                    if f['programs'] <= 6144:
+                                                        if f['max_seqlen_q'] <= 3072:
+                                                            return (128, 64, 4, 2)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 12288:
+                                                                if f['num_seqs'] <= 1:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    if f['num_seqs'] <= 6:
+                                                                        return (128, 64, 4, 2)
+                                                                    else:
+                                                                        return (64, 64, 4, 3)
+                                                            else:
+                                                                return (128, 64, 4, 2)
                                                     else:
                                                         return (128, 64, 4, 2)
                                             else:
                                                 return (128, 64, 4, 2)
                         else:
-                            if f['programs'] <= 768:
-                                if f['group'] <= 2:
-                                    if f['max_seqlen_q'] <= 6144:
-                                        if f['block_size'] <= 40:
-                                            if f['num_seqs'] <= 3:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['num_seqs'] <= 12:
-                                                    return (128, 64, 8, 3)
-                                                else:
-                                                    if f['num_tokens'] <= 20480:
-                                                        return (128, 64, 8, 3)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                        else:
-                                            if f['max_seqlen_q'] <= 768:
-                                                return (128, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_seqs'] <= 3:
-                                            if f['max_seqlen_q'] <= 12288:
-                                                return (128, 64, 8, 3)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 64, 8, 3)
-                                                else:
-                                                    return 'hand'
-                                        else:
-                                            return (64, 128, 4, 2)
-                                else:
-                                    if f['max_seqlen_q'] <= 3072:
-                                        if f['num_seqs'] <= 6:
-                                            if f['max_seqlen_q'] <= 1536:
-                                                if f['max_seqlen_q'] <= 384:
-                                                    return (128, 64, 4, 2)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        if f['max_seqlen_k'] <= 768:
-                                                            return (128, 64, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 64, 8, 2)
-                                                    else:
-                                                        return (128, 64, 4, 2)
-                                                else:
-                                                    return (128, 64, 8, 3)
-                                        else:
-                                            if f['num_tokens'] <= 3075:
-                                                if f['num_kv_heads'] <= 5:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['num_tokens'] <= 1287:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 1152:
-                                                        if f['group'] <= 6:
-                                                            return (128, 64, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    if f['num_seqs'] <= 12:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            if f['max_seqlen_q'] <= 1536:
-                                                                return (64, 64, 4, 2)
-                                                            else:
-                                                                return (128, 64, 8, 2)
-                                                        else:
-                                                            return (128, 64, 8, 2)
-                                                    else:
-                                                        if f['group'] <= 6:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return (64, 64, 4, 2)
-                                                            else:
-                                                                return (128, 64, 8, 2)
-                                                        else:
-                                                            return (128, 64, 4, 2)
-                                                else:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (128, 64, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 768:
-                                                            return (128, 64, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                    else:
+                            if f['num_tokens'] <= 12288:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['num_tokens'] <= 5123:
                                         if f['group'] <= 6:
-                                            if f['block_size'] <= 40:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 12288:
-                                                    return (128, 64, 8, 2)
-                                                else:
-                                                    return (128, 64, 4, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                return (128, 64, 4, 2)
-                            else:
-                                if f['num_tokens'] <= 3075:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['group'] <= 6:
-                                            if f['block_size'] <= 40:
+                                            if f['max_seqlen_k'] <= 5120:
                                                 return (64, 128, 4, 2)
                                             else:
-                                                if f['max_seqlen_k'] <= 5120:
+                                                if f['block_size'] <= 40:
                                                     return (64, 128, 4, 2)
                                                 else:
                                                     return (64, 64, 4, 3)
                                         else:
                                             return (64, 128, 4, 2)
                                     else:
-                                        if f['num_seqs'] <= 1:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 64, 8, 2)
-                                                else:
-                                                    return (128, 64, 8, 3)
+                                        if f['block_size'] <= 40:
+                                            if f['max_seqlen_k'] <= 768:
+                                                return (128, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 8, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6144:
+                                                return (128, 64, 4, 2)
                                             else:
                                                 return (128, 64, 8, 3)
+                                else:
+                                    if f['num_seqs'] <= 6:
+                                        if f['max_seqlen_q'] <= 1536:
+                                            if f['num_tokens'] <= 3072:
+                                                if f['max_seqlen_k'] <= 768:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                        else:
+                                            if f['max_seqlen_k'] <= 3072:
+                                                if f['block_size'] <= 40:
+                                                    if f['num_tokens'] <= 3072:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                    else:
+                                        if f['max_seqlen_k'] <= 768:
+                                            if f['num_tokens'] <= 1283:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 4, 2)
                                         else:
                                             if f['programs'] <= 6144:
                                                 if f['max_seqlen_k'] <= 1536:
-                                                    if f['num_tokens'] <= 1283:
-                                                        return (64, 64, 4, 2)
+                                                    if f['group'] <= 6:
+                                                        return (128, 64, 8, 3)
                                                     else:
-                                                        if f['num_seqs'] <= 3:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 64, 8, 2)
-                                                            else:
-                                                                return (128, 64, 4, 2)
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 64, 8, 3)
                                                         else:
                                                             return (128, 64, 4, 2)
                                                 else:
                                                     if f['max_seqlen_k'] <= 5120:
-                                                        if f['group'] <= 2:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                if f['group'] <= 6:
+                                                        if f['programs'] <= 1536:
+                                                            if f['group'] <= 2:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                if f['block_size'] <= 40:
                                                                     return (64, 128, 4, 2)
                                                                 else:
                                                                     return (64, 64, 4, 3)
-                                                            else:
-                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 64, 4, 3)
                                                     else:
                                                         return (64, 64, 4, 3)
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 64, 8, 3)
-                                                else:
+                                                if f['max_seqlen_k'] <= 5120:
                                                     return (64, 64, 4, 3)
-                                else:
-                                    if f['max_seqlen_q'] <= 768:
-                                        return (128, 64, 4, 2)
-                                    else:
-                                        if f['programs'] <= 1536:
-                                            if f['group'] <= 6:
+                                                else:
+                                                    return (128, 64, 8, 3)
+                            else:
+                                if f['num_kv_heads'] <= 1:
+                                    if f['num_tokens'] <= 24576:
+                                        if f['block_size'] <= 40:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            if f['num_seqs'] <= 3:
                                                 if f['num_seqs'] <= 1:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 64, 8, 2)
-                                                        else:
-                                                            return (128, 64, 8, 3)
-                                                    else:
-                                                        return (128, 64, 8, 3)
+                                                    return (128, 64, 4, 2)
                                                 else:
                                                     return (128, 64, 8, 3)
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 64, 8, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 6144:
-                                                        return (128, 64, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 12288:
-                                                            return (128, 64, 8, 3)
-                                                        else:
-                                                            return (128, 64, 4, 2)
-                                        else:
-                                            if f['programs'] <= 6144:
-                                                if f['max_seqlen_k'] <= 12288:
-                                                    if f['max_seqlen_k'] <= 1536:
-                                                        if f['num_seqs'] <= 12:
-                                                            if f['programs'] <= 3072:
-                                                                return (128, 64, 8, 3)
-                                                            else:
-                                                                if f['block_size'] <= 40:
-                                                                    return (128, 64, 8, 3)
-                                                                else:
-                                                                    return (128, 64, 4, 2)
-                                                        else:
-                                                            return (128, 64, 8, 3)
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                                                else:
-                                                    if f['programs'] <= 3072:
-                                                        return (128, 64, 8, 3)
-                                                    else:
-                                                        if f['block_size'] <= 40:
-                                                            if f['num_kv_heads'] <= 5:
-                                                                return (128, 64, 8, 2)
-                                                            else:
-                                                                return (128, 64, 8, 3)
-                                                        else:
-                                                            return (128, 64, 8, 3)
+                                                return (128, 64, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 12288:
+                                            if f['num_seqs'] <= 12:
+                                                return (128, 64, 8, 3)
                                             else:
-                                                if f['max_seqlen_k'] <= 3072:
-                                                    if f['num_seqs'] <= 12:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 64, 8, 2)
-                                                        else:
-                                                            return (128, 64, 8, 3)
+                                                if f['group'] <= 6:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 64, 8, 2)
                                                     else:
-                                                        if f['max_seqlen_k'] <= 1536:
+                                                        return (128, 64, 4, 2)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (128, 64, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                else:
+                                    if f['num_seqs'] <= 1:
+                                        if f['programs'] <= 1536:
+                                            if f['group'] <= 2:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                return (128, 64, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (128, 64, 8, 3)
+                                        else:
+                                            if f['num_seqs'] <= 12:
+                                                if f['max_seqlen_k'] <= 12288:
+                                                    if f['max_seqlen_k'] <= 3072:
+                                                        if f['programs'] <= 5120:
+                                                            return (128, 64, 8, 3)
+                                                        else:
                                                             if f['block_size'] <= 40:
                                                                 return (128, 64, 8, 3)
                                                             else:
                                                                 return (128, 64, 4, 2)
-                                                        else:
-                                                            if f['group'] <= 6:
-                                                                return (128, 64, 8, 3)
-                                                            else:
-                                                                if f['block_size'] <= 40:
-                                                                    return (128, 64, 8, 2)
-                                                                else:
-                                                                    return (128, 64, 8, 3)
+                                                    else:
+                                                        return (128, 64, 8, 3)
                                                 else:
-                                                    return (128, 64, 8, 3)
+                                                    if f['block_size'] <= 40:
+                                                        if f['programs'] <= 10240:
+                                                            return (128, 64, 8, 2)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (128, 64, 4, 2)
                 else:
                     if f['block_size'] <= 40:
-                        if f['max_seqlen_k'] <= 768:
+                        if f['max_seqlen_k'] <= 1536:
                             if f['kv_bits'] <= 12:
-                                if f['num_seqs'] <= 1:
-                                    if f['programs'] <= 192:
-                                        return (128, 128, 8, 2)
-                                    else:
-                                        return (64, 64, 4, 2)
-                                else:
+                                if f['max_seqlen_q'] <= 768:
                                     if f['programs'] <= 3072:
-                                        if f['num_seqs'] <= 6:
-                                            if f['programs'] <= 192:
-                                                if f['max_seqlen_k'] <= 384:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                        else:
-                                            if f['programs'] <= 1536:
-                                                if f['programs'] <= 192:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['num_tokens'] <= 2307:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (128, 128, 8, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                            else:
-                                                if f['num_seqs'] <= 12:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (128, 32, 4, 3)
-                                    else:
-                                        return (128, 32, 4, 3)
-                            else:
-                                if f['programs'] <= 768:
-                                    if f['num_tokens'] <= 515:
-                                        if f['num_kv_heads'] <= 5:
+                                        if f['programs'] <= 1536:
                                             return (64, 64, 4, 2)
                                         else:
-                                            if f['programs'] <= 192:
-                                                return (128, 64, 8, 2)
+                                            if f['num_seqs'] <= 12:
+                                                return (64, 64, 4, 2)
                                             else:
-                                                if f['group'] <= 6:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 192:
-                                                        return (128, 64, 8, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 384:
-                                                            return 'hand'
-                                                        else:
-                                                            return (128, 64, 8, 2)
+                                                return (128, 32, 4, 3)
                                     else:
-                                        if f['max_seqlen_k'] <= 384:
-                                            if f['programs'] <= 192:
-                                                if f['num_kv_heads'] <= 5:
+                                        return (128, 32, 4, 3)
+                                else:
+                                    if f['group'] <= 2:
+                                        if f['num_seqs'] <= 12:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        if f['programs'] <= 384:
+                                            return (128, 128, 8, 2)
+                                        else:
+                                            if f['programs'] <= 1536:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 4, 2)
+                            else:
+                                if f['num_seqs'] <= 3:
+                                    if f['max_seqlen_q'] <= 768:
+                                        if f['num_tokens'] <= 768:
+                                            if f['max_seqlen_k'] <= 384:
+                                                return 'hand'
+                                            else:
+                                                return (128, 64, 8, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        if f['programs'] <= 384:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                else:
+                                    if f['num_tokens'] <= 771:
+                                        if f['max_seqlen_k'] <= 320:
+                                            if f['group'] <= 6:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 8, 2)
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_kv_heads'] <= 1:
+                                            if f['num_seqs'] <= 12:
+                                                if f['programs'] <= 384:
                                                     return (128, 64, 8, 2)
                                                 else:
                                                     return (64, 64, 4, 2)
                                             else:
-                                                return 'hand'
-                                        else:
-                                            if f['num_tokens'] <= 771:
                                                 if f['group'] <= 6:
                                                     return (64, 64, 4, 2)
                                                 else:
-                                                    if f['programs'] <= 384:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                            else:
-                                                if f['num_tokens'] <= 6144:
-                                                    if f['programs'] <= 384:
-                                                        if f['num_kv_heads'] <= 5:
+                                                    return 'hand'
+                                        else:
+                                            if f['num_seqs'] <= 12:
+                                                if f['num_kv_heads'] <= 5:
+                                                    if f['num_seqs'] <= 6:
+                                                        if f['programs'] <= 384:
                                                             return (128, 64, 8, 2)
                                                         else:
-                                                            if f['programs'] <= 192:
-                                                                return (128, 64, 8, 2)
+                                                            return (128, 64, 8, 3)
+                                                    else:
+                                                        if f['num_tokens'] <= 6144:
+                                                            return 'hand'
+                                                        else:
+                                                            if f['programs'] <= 768:
+                                                                return (64, 64, 4, 2)
                                                             else:
                                                                 return 'hand'
-                                                    else:
-                                                        if f['num_seqs'] <= 3:
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        if f['num_seqs'] <= 6:
                                                             return (64, 64, 4, 2)
                                                         else:
                                                             return 'hand'
+                                                    else:
+                                                        return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 384:
+                                                    if f['programs'] <= 768:
+                                                        return 'hand'
+                                                    else:
+                                                        if f['programs'] <= 1536:
+                                                            return (128, 32, 4, 3)
+                                                        else:
+                                                            return 'hand'
                                                 else:
-                                                    if f['programs'] <= 192:
+                                                    if f['programs'] <= 384:
                                                         return (64, 64, 4, 2)
                                                     else:
-                                                        if f['group'] <= 6:
-                                                            return 'hand'
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                else:
-                                    if f['num_tokens'] <= 1283:
-                                        return (64, 64, 4, 2)
-                                    else:
-                                        return 'hand'
+                                                        return 'hand'
                         else:
-                            if f['max_seqlen_k'] <= 24576:
-                                if f['kv_bits'] <= 12:
-                                    if f['programs'] <= 1536:
-                                        if f['num_seqs'] <= 3:
-                                            if f['group'] <= 2:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 3072:
-                                                    if f['programs'] <= 384:
-                                                        return (128, 128, 8, 2)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 1536:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (128, 128, 8, 2)
+                            if f['kv_bits'] <= 12:
+                                if f['programs'] <= 1536:
+                                    if f['max_seqlen_k'] <= 24576:
+                                        if f['num_seqs'] <= 6:
+                                            if f['num_tokens'] <= 1280:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    return (128, 128, 8, 2)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 1280:
-                                                        if f['group'] <= 6:
-                                                            return 'hand'
-                                                        else:
-                                                            if f['max_seqlen_q'] <= 384:
-                                                                return (128, 128, 8, 2)
-                                                            else:
-                                                                return (128, 64, 4, 2)
-                                                    else:
-                                                        if f['programs'] <= 192:
-                                                            if f['group'] <= 6:
-                                                                return (128, 128, 8, 2)
-                                                            else:
-                                                                return (128, 128, 8, 3)
-                                                        else:
-                                                            if f['num_kv_heads'] <= 5:
-                                                                if f['max_seqlen_q'] <= 6144:
-                                                                    if f['programs'] <= 384:
-                                                                        if f['num_seqs'] <= 1:
-                                                                            if f['max_seqlen_k'] <= 6144:
-                                                                                return (128, 128, 8, 2)
-                                                                            else:
-                                                                                return 'hand'
-                                                                        else:
-                                                                            return 'hand'
-                                                                    else:
-                                                                        return (128, 128, 8, 2)
-                                                                else:
-                                                                    if f['num_kv_heads'] <= 1:
-                                                                        return (128, 128, 8, 2)
-                                                                    else:
-                                                                        if f['max_seqlen_k'] <= 12288:
-                                                                            return (128, 128, 8, 2)
-                                                                        else:
-                                                                            return 'hand'
-                                                            else:
-                                                                return (128, 128, 8, 2)
-                                        else:
-                                            if f['num_tokens'] <= 6144:
-                                                if f['group'] <= 2:
-                                                    if f['num_tokens'] <= 1287:
-                                                        return (128, 128, 8, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    if f['programs'] <= 768:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            if f['programs'] <= 192:
-                                                                if f['max_seqlen_k'] <= 1536:
-                                                                    return (128, 128, 8, 2)
-                                                                else:
-                                                                    if f['max_seqlen_q'] <= 320:
-                                                                        return (64, 64, 4, 3)
-                                                                    else:
-                                                                        return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['num_tokens'] <= 327:
-                                                                    if f['programs'] <= 384:
-                                                                        return (128, 128, 8, 2)
-                                                                    else:
-                                                                        return (128, 128, 8, 3)
-                                                                else:
-                                                                    if f['num_tokens'] <= 1287:
-                                                                        if f['group'] <= 6:
-                                                                            return (64, 128, 4, 2)
-                                                                        else:
-                                                                            return (128, 128, 8, 2)
-                                                                    else:
-                                                                        if f['group'] <= 6:
-                                                                            return (128, 128, 8, 2)
-                                                                        else:
-                                                                            if f['num_kv_heads'] <= 1:
-                                                                                return (128, 128, 8, 2)
-                                                                            else:
-                                                                                return (64, 64, 4, 2)
-                                                        else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['programs'] <= 192:
-                                                                    return (64, 64, 4, 3)
-                                                                else:
-                                                                    if f['num_kv_heads'] <= 5:
-                                                                        if f['programs'] <= 384:
-                                                                            return (64, 128, 4, 2)
-                                                                        else:
-                                                                            return (128, 128, 8, 3)
-                                                                    else:
-                                                                        return (128, 128, 8, 3)
-                                                    else:
-                                                        if f['num_tokens'] <= 3075:
-                                                            if f['group'] <= 6:
-                                                                if f['max_seqlen_q'] <= 1280:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    if f['max_seqlen_k'] <= 5120:
-                                                                        return (128, 128, 8, 2)
-                                                                    else:
-                                                                        return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['max_seqlen_k'] <= 5120:
-                                                                    return (128, 128, 8, 2)
-                                                                else:
-                                                                    return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
+                                                    return (128, 64, 4, 2)
                                             else:
-                                                if f['num_seqs'] <= 12:
-                                                    if f['max_seqlen_k'] <= 1536:
-                                                        if f['programs'] <= 384:
-                                                            return (128, 128, 8, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        return (128, 128, 8, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 24576:
-                                                        if f['programs'] <= 192:
-                                                            return (128, 128, 8, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        return (128, 128, 8, 2)
-                                    else:
-                                        if f['programs'] <= 3072:
-                                            if f['max_seqlen_k'] <= 1536:
-                                                return (128, 64, 4, 2)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    if f['group'] <= 2:
+                                                if f['programs'] <= 384:
+                                                    if f['num_kv_heads'] <= 1:
                                                         if f['max_seqlen_q'] <= 6144:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 12288:
-                                                                return (128, 128, 8, 2)
-                                                            else:
-                                                                return (128, 128, 8, 3)
-                                                    else:
-                                                        if f['num_seqs'] <= 1:
-                                                            return (128, 64, 4, 2)
-                                                        else:
-                                                            if f['num_seqs'] <= 6:
-                                                                if f['num_tokens'] <= 20480:
-                                                                    if f['num_seqs'] <= 3:
-                                                                        return (128, 128, 8, 3)
-                                                                    else:
-                                                                        return (128, 128, 8, 2)
-                                                                else:
-                                                                    return (128, 128, 8, 2)
-                                                            else:
+                                                            if f['group'] <= 6:
                                                                 if f['max_seqlen_q'] <= 3072:
                                                                     return (128, 128, 8, 2)
                                                                 else:
                                                                     return 'hand'
-                                                else:
-                                                    if f['max_seqlen_k'] <= 6144:
-                                                        if f['num_tokens'] <= 1287:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['max_seqlen_q'] <= 3072:
-                                                                return (128, 128, 8, 2)
                                                             else:
-                                                                if f['num_tokens'] <= 10240:
+                                                                return (128, 128, 8, 2)
+                                                        else:
+                                                            return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 128, 8, 2)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        if f['num_tokens'] <= 12288:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                                    else:
+                                                        if f['num_tokens'] <= 12288:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['num_kv_heads'] <= 1:
+                                                                if f['num_seqs'] <= 1:
+                                                                    return (128, 128, 8, 3)
+                                                                else:
+                                                                    if f['num_seqs'] <= 3:
+                                                                        return (128, 128, 8, 2)
+                                                                    else:
+                                                                        if f['max_seqlen_k'] <= 6144:
+                                                                            return (128, 128, 8, 2)
+                                                                        else:
+                                                                            return (128, 128, 8, 3)
+                                                            else:
+                                                                return (128, 128, 8, 3)
+                                        else:
+                                            if f['programs'] <= 768:
+                                                if f['max_seqlen_k'] <= 3072:
+                                                    if f['group'] <= 2:
+                                                        if f['num_tokens'] <= 9219:
+                                                            if f['num_tokens'] <= 1287:
+                                                                return (128, 128, 8, 3)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            if f['max_seqlen_q'] <= 1280:
+                                                                return (64, 64, 4, 2)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 320:
+                                                                if f['group'] <= 6:
                                                                     return (128, 128, 8, 2)
                                                                 else:
                                                                     return (128, 128, 8, 3)
-                                                    else:
-                                                        if f['num_tokens'] <= 24576:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (128, 128, 8, 2)
-                                        else:
-                                            if f['num_tokens'] <= 24576:
-                                                if f['max_seqlen_k'] <= 6144:
-                                                    if f['group'] <= 6:
-                                                        if f['max_seqlen_k'] <= 3072:
-                                                            if f['num_tokens'] <= 9219:
+                                                            else:
+                                                                if f['programs'] <= 384:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        if f['num_tokens'] <= 17411:
+                                                            if f['group'] <= 6:
                                                                 return (64, 128, 4, 2)
                                                             else:
-                                                                return (128, 64, 4, 2)
+                                                                if f['programs'] <= 384:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (128, 128, 8, 3)
                                                         else:
-                                                            return 'hand'
+                                                            return (128, 128, 8, 3)
                                                     else:
-                                                        if f['num_tokens'] <= 5123:
-                                                            return (64, 128, 4, 2)
+                                                        return (128, 128, 8, 3)
+                                            else:
+                                                if f['num_tokens'] <= 9219:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (128, 128, 8, 2)
                                                         else:
-                                                            return (128, 64, 4, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 12288:
-                                                        if f['programs'] <= 6144:
-                                                            if f['num_seqs'] <= 4:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            if f['max_seqlen_k'] <= 5120:
                                                                 return (128, 128, 8, 2)
                                                             else:
-                                                                return 'hand'
+                                                                return (64, 128, 4, 2)
                                                         else:
                                                             return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['group'] <= 6:
-                                                            return (128, 64, 4, 2)
-                                                        else:
-                                                            return 'hand'
-                                            else:
-                                                if f['num_kv_heads'] <= 5:
-                                                    if f['max_seqlen_k'] <= 12288:
-                                                        return (128, 64, 4, 2)
-                                                    else:
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3072:
                                                         return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            return (128, 128, 8, 3)
+                                        else:
+                                            if f['programs'] <= 768:
+                                                if f['programs'] <= 384:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 81920:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 81920:
+                                                    return (128, 128, 8, 3)
                                                 else:
                                                     return (128, 64, 4, 2)
                                 else:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['max_seqlen_k'] <= 3072:
-                                            if f['num_seqs'] <= 3:
-                                                if f['programs'] <= 384:
-                                                    if f['num_tokens'] <= 3072:
-                                                        return (128, 64, 8, 2)
-                                                    else:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            return (128, 64, 8, 2)
-                                                        else:
-                                                            return (128, 128, 8, 2)
-                                                else:
-                                                    return (128, 64, 8, 3)
-                                            else:
-                                                if f['num_tokens'] <= 24576:
-                                                    if f['group'] <= 6:
-                                                        if f['num_tokens'] <= 3075:
-                                                            if f['programs'] <= 384:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (128, 128, 8, 2)
-                                                        else:
-                                                            if f['programs'] <= 192:
-                                                                return (128, 128, 8, 2)
-                                                            else:
-                                                                if f['max_seqlen_k'] <= 1536:
-                                                                    if f['programs'] <= 384:
-                                                                        if f['num_seqs'] <= 6:
-                                                                            return (128, 64, 8, 2)
-                                                                        else:
-                                                                            if f['group'] <= 2:
-                                                                                return (64, 64, 4, 2)
-                                                                            else:
-                                                                                return (128, 128, 8, 2)
-                                                                    else:
-                                                                        return 'hand'
-                                                                else:
-                                                                    return (128, 128, 8, 2)
-                                                    else:
-                                                        if f['programs'] <= 384:
-                                                            if f['num_seqs'] <= 6:
-                                                                return (128, 64, 8, 2)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 1536:
-                                                                if f['programs'] <= 768:
-                                                                    return (128, 64, 8, 3)
-                                                                else:
-                                                                    return 'hand'
-                                                            else:
-                                                                if f['num_tokens'] <= 5123:
-                                                                    return (128, 128, 8, 2)
-                                                                else:
-                                                                    if f['num_kv_heads'] <= 1:
-                                                                        return (128, 128, 8, 2)
-                                                                    else:
-                                                                        return (128, 64, 8, 3)
-                                                else:
-                                                    if f['group'] <= 2:
+                                    if f['max_seqlen_q'] <= 3072:
+                                        if f['num_kv_heads'] <= 1:
+                                            return (128, 128, 8, 2)
+                                        else:
+                                            if f['programs'] <= 3072:
+                                                if f['num_seqs'] <= 6:
+                                                    if f['num_tokens'] <= 6144:
                                                         return (128, 128, 8, 2)
                                                     else:
-                                                        return (128, 64, 8, 3)
-                                        else:
-                                            if f['num_seqs'] <= 1:
-                                                if f['group'] <= 2:
-                                                    return 'hand'
+                                                        return (128, 64, 4, 2)
                                                 else:
-                                                    if f['programs'] <= 1536:
-                                                        if f['group'] <= 6:
-                                                            if f['programs'] <= 768:
-                                                                if f['programs'] <= 384:
-                                                                    return (128, 128, 8, 2)
-                                                                else:
-                                                                    if f['num_tokens'] <= 12288:
-                                                                        return 'hand'
-                                                                    else:
-                                                                        return (128, 128, 8, 2)
-                                                            else:
-                                                                return 'hand'
+                                                    if f['max_seqlen_q'] <= 1280:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (128, 128, 8, 3)
                                                         else:
-                                                            return (128, 128, 8, 2)
+                                                            return (64, 128, 4, 2)
                                                     else:
-                                                        return 'hand'
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            if f['group'] <= 2:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
                                             else:
                                                 if f['num_tokens'] <= 5123:
-                                                    if f['num_tokens'] <= 1287:
-                                                        if f['num_kv_heads'] <= 1:
+                                                    if f['programs'] <= 6144:
+                                                        if f['max_seqlen_k'] <= 5120:
                                                             return (64, 128, 4, 2)
                                                         else:
                                                             return 'hand'
                                                     else:
-                                                        return (64, 64, 4, 3)
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['group'] <= 6:
+                                                if f['num_seqs'] <= 3:
+                                                    return 'hand'
+                                                else:
+                                                    if f['max_seqlen_k'] <= 6144:
+                                                        return 'hand'
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                            else:
+                                                return (128, 128, 8, 3)
+                                        else:
+                                            if f['num_seqs'] <= 1:
+                                                if f['max_seqlen_k'] <= 12288:
+                                                    if f['max_seqlen_q'] <= 6144:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return 'hand'
+                                            else:
+                                                if f['programs'] <= 3072:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    if f['num_seqs'] <= 6:
+                                                        return (128, 64, 4, 2)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return (128, 64, 4, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 24576:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['num_seqs'] <= 6:
+                                            if f['max_seqlen_k'] <= 3072:
+                                                if f['num_tokens'] <= 6144:
+                                                    if f['programs'] <= 384:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        if f['programs'] <= 768:
+                                                            return (128, 64, 8, 3)
+                                                        else:
+                                                            return (128, 128, 8, 2)
+                                            else:
+                                                if f['num_seqs'] <= 1:
+                                                    if f['group'] <= 2:
+                                                        return 'hand'
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            if f['max_seqlen_q'] <= 12288:
+                                                                if f['num_tokens'] <= 6144:
+                                                                    return (128, 128, 8, 2)
+                                                                else:
+                                                                    return 'hand'
+                                                            else:
+                                                                if f['num_kv_heads'] <= 1:
+                                                                    return (128, 128, 8, 2)
+                                                                else:
+                                                                    return 'hand'
+                                                        else:
+                                                            return (128, 128, 8, 2)
                                                 else:
                                                     if f['num_seqs'] <= 3:
-                                                        if f['num_tokens'] <= 12288:
-                                                            if f['group'] <= 2:
-                                                                return 'hand'
-                                                            else:
-                                                                return (128, 128, 8, 2)
+                                                        if f['max_seqlen_q'] <= 6144:
+                                                            return (128, 128, 8, 2)
                                                         else:
                                                             return 'hand'
                                                     else:
                                                         if f['group'] <= 2:
                                                             return 'hand'
                                                         else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                if f['max_seqlen_q'] <= 6144:
-                                                                    return (128, 128, 8, 2)
-                                                                else:
-                                                                    if f['programs'] <= 1536:
-                                                                        return 'hand'
-                                                                    else:
-                                                                        return (128, 128, 8, 2)
-                                                            else:
-                                                                if f['max_seqlen_q'] <= 6144:
-                                                                    return (128, 128, 8, 2)
-                                                                else:
-                                                                    return 'hand'
-                                    else:
-                                        if f['max_seqlen_k'] <= 1536:
-                                            if f['num_tokens'] <= 3072:
-                                                if f['programs'] <= 384:
-                                                    if f['programs'] <= 192:
-                                                        return (128, 128, 8, 2)
-                                                    else:
-                                                        return (128, 64, 8, 2)
-                                                else:
-                                                    return (128, 64, 8, 3)
-                                            else:
-                                                if f['programs'] <= 384:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return 'hand'
-                                        else:
-                                            if f['programs'] <= 768:
-                                                if f['max_seqlen_k'] <= 3072:
-                                                    if f['num_seqs'] <= 6:
-                                                        return (128, 128, 8, 2)
-                                                    else:
-                                                        if f['num_tokens'] <= 327:
-                                                            return (128, 64, 8, 3)
-                                                        else:
-                                                            return (128, 128, 8, 3)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                if f['group'] <= 6:
-                                                    if f['num_tokens'] <= 3075:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            if f['num_tokens'] <= 1287:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                if f['programs'] <= 2560:
-                                                                    return (128, 128, 8, 3)
-                                                                else:
-                                                                    return (128, 128, 8, 2)
-                                                        else:
-                                                            return 'hand'
-                                                    else:
-                                                        if f['num_seqs'] <= 12:
-                                                            if f['group'] <= 2:
-                                                                if f['num_seqs'] <= 3:
-                                                                    return 'hand'
-                                                                else:
-                                                                    if f['programs'] <= 1536:
+                                                            if f['programs'] <= 3072:
+                                                                if f['num_kv_heads'] <= 1:
+                                                                    if f['max_seqlen_k'] <= 6144:
                                                                         return (128, 128, 8, 2)
                                                                     else:
-                                                                        if f['max_seqlen_k'] <= 6144:
+                                                                        if f['group'] <= 6:
                                                                             return 'hand'
                                                                         else:
                                                                             return (128, 128, 8, 2)
-                                                            else:
-                                                                if f['num_seqs'] <= 3:
-                                                                    return (128, 128, 8, 2)
                                                                 else:
-                                                                    if f['programs'] <= 3072:
-                                                                        return (128, 64, 8, 3)
-                                                                    else:
-                                                                        if f['num_seqs'] <= 6:
-                                                                            return (128, 128, 8, 2)
-                                                                        else:
-                                                                            if f['max_seqlen_q'] <= 3072:
-                                                                                return (128, 128, 8, 2)
-                                                                            else:
-                                                                                return (128, 64, 8, 3)
-                                                        else:
-                                                            if f['group'] <= 2:
-                                                                return (128, 128, 8, 2)
-                                                            else:
-                                                                return (128, 64, 8, 3)
-                                                else:
-                                                    if f['num_tokens'] <= 12288:
-                                                        if f['num_tokens'] <= 1283:
-                                                            if f['max_seqlen_k'] <= 5120:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return 'hand'
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 3072:
-                                                                if f['num_tokens'] <= 2051:
-                                                                    return (128, 128, 8, 2)
-                                                                else:
-                                                                    if f['num_tokens'] <= 6144:
-                                                                        return (128, 64, 8, 3)
-                                                                    else:
+                                                                    if f['num_tokens'] <= 24576:
                                                                         return (128, 128, 8, 2)
+                                                                    else:
+                                                                        return 'hand'
                                                             else:
-                                                                return (128, 128, 8, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 12288:
-                                                            if f['num_seqs'] <= 3:
                                                                 return 'hand'
-                                                            else:
-                                                                if f['max_seqlen_k'] <= 6144:
-                                                                    return (128, 64, 8, 3)
-                                                                else:
-                                                                    return (128, 128, 8, 2)
-                                                        else:
+                                        else:
+                                            if f['num_tokens'] <= 9219:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['programs'] <= 384:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['programs'] <= 1536:
                                                             return (128, 128, 8, 2)
-                            else:
-                                if f['num_tokens'] <= 384:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            return (128, 128, 8, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['programs'] <= 192:
-                                        if f['group'] <= 6:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                if f['num_tokens'] <= 1280:
-                                                    return (128, 128, 8, 3)
+                                                        else:
+                                                            return (64, 64, 4, 2)
                                                 else:
-                                                    if f['kv_bits'] <= 12:
-                                                        return (128, 128, 8, 3)
+                                                    if f['programs'] <= 768:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            if f['num_tokens'] <= 1287:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            return 'hand'
                                                     else:
-                                                        return 'hand'
-                                            else:
-                                                if f['num_tokens'] <= 1280:
-                                                    return 'hand'
-                                                else:
-                                                    if f['kv_bits'] <= 12:
-                                                        return (128, 128, 8, 3)
-                                                    else:
-                                                        return 'hand'
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                if f['max_seqlen_k'] <= 81920:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 128, 8, 3)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (128, 128, 8, 3)
+                                                        return (64, 64, 4, 3)
                                             else:
                                                 if f['programs'] <= 768:
-                                                    if f['programs'] <= 384:
-                                                        if f['max_seqlen_k'] <= 81920:
-                                                            return (128, 64, 4, 2)
-                                                        else:
-                                                            return (128, 128, 8, 3)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 81920:
-                                                            return (128, 128, 8, 2)
-                                                        else:
-                                                            return (128, 64, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 81920:
+                                                    if f['max_seqlen_q'] <= 3072:
                                                         return (128, 128, 8, 2)
                                                     else:
-                                                        return (128, 64, 4, 2)
+                                                        return 'hand'
+                                                else:
+                                                    if f['max_seqlen_k'] <= 3072:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        if f['programs'] <= 3072:
+                                                            if f['programs'] <= 1536:
+                                                                return (128, 64, 8, 3)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                    else:
+                                        if f['max_seqlen_q'] <= 320:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                return 'hand'
                                         else:
-                                            return 'hand'
+                                            if f['group'] <= 2:
+                                                if f['num_seqs'] <= 3:
+                                                    if f['max_seqlen_k'] <= 3072:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    if f['num_tokens'] <= 5123:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        if f['num_seqs'] <= 6:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 3072:
+                                                                return (128, 128, 8, 2)
+                                                            else:
+                                                                return 'hand'
+                                            else:
+                                                if f['num_seqs'] <= 12:
+                                                    if f['num_tokens'] <= 1283:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            if f['programs'] <= 640:
+                                                                return (128, 128, 8, 2)
+                                                            else:
+                                                                if f['programs'] <= 1536:
+                                                                    return (128, 128, 8, 3)
+                                                                else:
+                                                                    return (128, 64, 8, 3)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        if f['programs'] <= 768:
+                                                            if f['max_seqlen_k'] <= 5120:
+                                                                return (128, 64, 8, 3)
+                                                            else:
+                                                                return 'hand'
+                                                        else:
+                                                            if f['group'] <= 6:
+                                                                if f['num_tokens'] <= 3075:
+                                                                    if f['max_seqlen_k'] <= 5120:
+                                                                        return (128, 128, 8, 2)
+                                                                    else:
+                                                                        return 'hand'
+                                                                else:
+                                                                    if f['num_seqs'] <= 6:
+                                                                        return (128, 128, 8, 2)
+                                                                    else:
+                                                                        if f['programs'] <= 6144:
+                                                                            return (128, 128, 8, 2)
+                                                                        else:
+                                                                            return (128, 64, 8, 3)
+                                                            else:
+                                                                if f['num_seqs'] <= 3:
+                                                                    if f['max_seqlen_k'] <= 3072:
+                                                                        if f['num_seqs'] <= 1:
+                                                                            return (128, 128, 8, 2)
+                                                                        else:
+                                                                            return (128, 64, 8, 3)
+                                                                    else:
+                                                                        return (128, 128, 8, 2)
+                                                                else:
+                                                                    if f['max_seqlen_q'] <= 3072:
+                                                                        if f['max_seqlen_k'] <= 5120:
+                                                                            if f['num_tokens'] <= 5123:
+                                                                                return (128, 64, 8, 3)
+                                                                            else:
+                                                                                return (128, 128, 8, 2)
+                                                                        else:
+                                                                            return (128, 128, 8, 2)
+                                                                    else:
+                                                                        if f['num_seqs'] <= 6:
+                                                                            return 'hand'
+                                                                        else:
+                                                                            return (128, 64, 8, 3)
+                                                else:
+                                                    if f['programs'] <= 12288:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return 'hand'
+                                else:
+                                    return 'hand'
                     else:
                         if f['max_seqlen_k'] <= 6144:
-                            if f['kv_bits'] <= 12:
-                                if f['max_seqlen_k'] <= 1536:
-                                    if f['programs'] <= 192:
-                                        if f['max_seqlen_q'] <= 384:
-                                            if f['num_seqs'] <= 1:
+                            if f['max_seqlen_k'] <= 1536:
+                                if f['kv_bits'] <= 12:
+                                    if f['programs'] <= 1536:
+                                        if f['num_seqs'] <= 3:
+                                            if f['num_kv_heads'] <= 5:
                                                 return (128, 128, 8, 2)
                                             else:
                                                 return (64, 64, 4, 2)
                                         else:
-                                            if f['num_tokens'] <= 771:
-                                                if f['num_tokens'] <= 515:
+                                            if f['num_seqs'] <= 6:
+                                                if f['num_kv_heads'] <= 1:
                                                     return (128, 128, 8, 2)
                                                 else:
-                                                    return (64, 64, 4, 2)
-                                            else:
-                                                return (128, 128, 8, 2)
-                                    else:
-                                        if f['programs'] <= 1536:
-                                            if f['programs'] <= 384:
-                                                if f['num_kv_heads'] <= 1:
-                                                    if f['max_seqlen_k'] <= 768:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (128, 128, 8, 2)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 768:
-                                                            return (64, 64, 4, 2)
-                                                        else:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        if f['group'] <= 6:
                                                             return (128, 128, 8, 2)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
                                             else:
-                                                return (64, 64, 4, 2)
+                                                if f['num_kv_heads'] <= 1:
+                                                    if f['group'] <= 6:
+                                                        if f['num_seqs'] <= 12:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                    else:
+                                        if f['max_seqlen_q'] <= 768:
+                                            if f['programs'] <= 3072:
+                                                if f['num_tokens'] <= 2307:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (128, 32, 4, 3)
+                                            else:
+                                                return 'hand'
                                         else:
-                                            if f['max_seqlen_k'] <= 768:
-                                                if f['programs'] <= 3072:
+                                            return (128, 32, 4, 3)
+                                else:
+                                    if f['programs'] <= 384:
+                                        if f['max_seqlen_k'] <= 384:
+                                            if f['max_seqlen_q'] <= 192:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_k'] <= 768:
                                                     if f['num_tokens'] <= 2307:
                                                         return (64, 64, 4, 2)
                                                     else:
-                                                        return (128, 32, 4, 3)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return (128, 32, 4, 3)
-                                else:
-                                    if f['programs'] <= 1536:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['max_seqlen_q'] <= 1280:
-                                                if f['group'] <= 6:
-                                                    return (64, 128, 4, 2)
+                                                        return 'hand'
                                                 else:
                                                     return (64, 64, 4, 2)
                                             else:
-                                                if f['group'] <= 2:
-                                                    if f['num_tokens'] <= 9219:
-                                                        return (64, 128, 4, 2)
+                                                if f['num_tokens'] <= 771:
+                                                    if f['num_tokens'] <= 515:
+                                                        return (128, 64, 8, 2)
                                                     else:
-                                                        return (128, 128, 8, 3)
+                                                        return (64, 64, 4, 2)
                                                 else:
-                                                    return (128, 128, 8, 3)
-                                        else:
-                                            if f['num_kv_heads'] <= 5:
-                                                if f['max_seqlen_k'] <= 3072:
-                                                    if f['num_seqs'] <= 6:
-                                                        if f['programs'] <= 384:
-                                                            if f['num_seqs'] <= 1:
-                                                                if f['programs'] <= 192:
-                                                                    return (128, 128, 8, 3)
-                                                                else:
-                                                                    return (128, 128, 8, 2)
-                                                            else:
-                                                                return (128, 128, 8, 2)
-                                                        else:
-                                                            return (128, 128, 8, 3)
-                                                    else:
-                                                        if f['programs'] <= 384:
-                                                            if f['programs'] <= 192:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                if f['num_tokens'] <= 9219:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    return (128, 128, 8, 3)
-                                                        else:
-                                                            return (128, 128, 8, 3)
-                                                else:
-                                                    return (128, 128, 8, 3)
-                                            else:
-                                                if f['programs'] <= 768:
                                                     if f['group'] <= 6:
-                                                        return (128, 128, 8, 3)
+                                                        return (128, 64, 8, 2)
                                                     else:
-                                                        if f['num_tokens'] <= 384:
-                                                            return (128, 128, 8, 3)
-                                                        else:
-                                                            return (128, 128, 8, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 1283:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['num_tokens'] <= 3075:
-                                                            if f['group'] <= 4:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (128, 128, 8, 3)
-                                                        else:
-                                                            return (128, 128, 8, 3)
-                                    else:
-                                        if f['max_seqlen_k'] <= 3072:
-                                            if f['num_tokens'] <= 3075:
-                                                if f['group'] <= 6:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (128, 128, 8, 2)
-                                                    else:
-                                                        return (128, 128, 8, 3)
-                                            else:
-                                                return (128, 128, 8, 3)
-                                        else:
-                                            if f['programs'] <= 3072:
-                                                if f['num_tokens'] <= 6144:
-                                                    return (128, 128, 8, 3)
-                                                else:
-                                                    if f['group'] <= 2:
-                                                        return (128, 128, 8, 3)
-                                                    else:
-                                                        if f['num_seqs'] <= 3:
+                                                        if f['max_seqlen_q'] <= 768:
                                                             return 'hand'
                                                         else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return 'hand'
-                                                            else:
-                                                                return (128, 128, 8, 3)
-                                            else:
-                                                return (128, 128, 8, 3)
-                            else:
-                                if f['programs'] <= 384:
-                                    if f['group'] <= 2:
-                                        if f['max_seqlen_q'] <= 3072:
-                                            if f['programs'] <= 192:
-                                                if f['max_seqlen_q'] <= 768:
-                                                    if f['max_seqlen_k'] <= 384:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (128, 64, 8, 2)
-                                                else:
-                                                    if f['num_seqs'] <= 12:
-                                                        if f['num_seqs'] <= 1:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            if f['num_tokens'] <= 5123:
-                                                                if f['max_seqlen_q'] <= 1536:
-                                                                    return (128, 64, 8, 2)
-                                                                else:
-                                                                    return (64, 128, 4, 2)
-                                                            else:
-                                                                return (128, 64, 8, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1536:
-                                                    if f['max_seqlen_k'] <= 1536:
-                                                        if f['max_seqlen_k'] <= 768:
-                                                            if f['num_tokens'] <= 2307:
-                                                                return (64, 64, 4, 2)
-                                                            else:
-                                                                return 'hand'
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        return (128, 128, 8, 3)
-                                                else:
-                                                    if f['num_tokens'] <= 3075:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['max_seqlen_q'] <= 192:
-                                            if f['max_seqlen_k'] <= 1088:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (128, 64, 8, 3)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                        else:
-                                            if f['max_seqlen_k'] <= 3072:
-                                                if f['num_seqs'] <= 6:
-                                                    if f['max_seqlen_k'] <= 384:
-                                                        if f['programs'] <= 192:
                                                             return (128, 64, 8, 2)
-                                                        else:
-                                                            return 'hand'
-                                                    else:
-                                                        return (128, 64, 8, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 1283:
-                                                        if f['max_seqlen_k'] <= 1280:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            if f['group'] <= 6:
-                                                                return (128, 64, 8, 2)
-                                                            else:
-                                                                if f['num_seqs'] <= 12:
-                                                                    return (128, 64, 8, 2)
-                                                                else:
-                                                                    return 'hand'
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 384:
-                                                                if f['programs'] <= 192:
-                                                                    return (128, 64, 8, 2)
-                                                                else:
-                                                                    return 'hand'
-                                                            else:
-                                                                return (128, 64, 8, 2)
-                                            else:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 64, 8, 3)
-                                else:
-                                    if f['max_seqlen_q'] <= 1536:
+                                    else:
                                         if f['num_tokens'] <= 771:
                                             if f['max_seqlen_k'] <= 320:
                                                 return (128, 64, 8, 2)
                                             else:
-                                                if f['num_kv_heads'] <= 5:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 1280:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['num_tokens'] <= 327:
-                                                            return (128, 64, 8, 3)
-                                                        else:
-                                                            return (64, 64, 4, 3)
+                                                return (64, 64, 4, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 384:
                                                 if f['programs'] <= 768:
@@ -16962,109 +17040,289 @@ def prefill(f):
                                                     else:
                                                         return 'hand'
                                             else:
-                                                return 'hand'
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['max_seqlen_k'] <= 3072:
-                                                if f['num_tokens'] <= 5123:
-                                                    return (128, 128, 8, 3)
+                                                if f['num_tokens'] <= 1536:
+                                                    if f['num_seqs'] <= 1:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (64, 64, 4, 2)
                                                 else:
-                                                    return (128, 64, 8, 3)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            if f['programs'] <= 12288:
-                                                if f['num_tokens'] <= 3075:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        if f['programs'] <= 768:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['num_seqs'] <= 12:
                                                             return (64, 64, 4, 2)
                                                         else:
-                                                            if f['group'] <= 6:
-                                                                return (128, 128, 8, 3)
-                                                            else:
-                                                                if f['programs'] <= 1536:
-                                                                    return (128, 128, 8, 2)
-                                                                else:
-                                                                    return (64, 64, 4, 2)
+                                                            return 'hand'
                                                     else:
-                                                        return (128, 64, 8, 3)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 64, 8, 3)
-                                                    else:
-                                                        if f['programs'] <= 6144:
-                                                            return (128, 64, 8, 3)
-                                                        else:
-                                                            if f['max_seqlen_q'] <= 3072:
-                                                                return 'hand'
-                                                            else:
-                                                                return (128, 64, 8, 3)
-                                            else:
-                                                return 'hand'
-                        else:
-                            if f['num_seqs'] <= 6:
-                                if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_k'] <= 12288:
-                                        if f['programs'] <= 768:
-                                            if f['programs'] <= 192:
-                                                if f['num_kv_heads'] <= 5:
-                                                    return (128, 128, 8, 3)
-                                                else:
-                                                    if f['group'] <= 2:
                                                         return 'hand'
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['programs'] <= 1536:
+                                        if f['num_tokens'] <= 2051:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['num_tokens'] <= 1283:
+                                                    if f['group'] <= 6:
+                                                        return (64, 128, 4, 2)
                                                     else:
                                                         return (128, 128, 8, 3)
+                                                else:
+                                                    return (128, 128, 8, 2)
                                             else:
-                                                if f['num_kv_heads'] <= 5:
+                                                if f['programs'] <= 768:
                                                     if f['group'] <= 6:
-                                                        if f['num_tokens'] <= 24576:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 320:
                                                             return (128, 128, 8, 3)
                                                         else:
-                                                            if f['programs'] <= 384:
-                                                                return 'hand'
+                                                            return (128, 128, 8, 2)
+                                                else:
+                                                    if f['num_seqs'] <= 4:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_tokens'] <= 12288:
+                                                if f['num_seqs'] <= 3:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    if f['programs'] <= 384:
+                                                        if f['group'] <= 2:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 2)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            if f['programs'] <= 768:
+                                                                return (128, 128, 8, 3)
+                                                            else:
+                                                                if f['group'] <= 2:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (128, 128, 8, 3)
+                                                        else:
+                                                            if f['num_tokens'] <= 5123:
+                                                                return (128, 128, 8, 3)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 3072:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['num_seqs'] <= 12:
+                                                                return (128, 128, 8, 2)
                                                             else:
                                                                 return (128, 128, 8, 3)
                                                     else:
-                                                        return 'hand'
+                                                        return (128, 128, 8, 3)
                                                 else:
                                                     return (128, 128, 8, 3)
-                                        else:
-                                            return (128, 128, 8, 3)
                                     else:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['group'] <= 6:
-                                                if f['num_seqs'] <= 1:
-                                                    if f['programs'] <= 320:
+                                        if f['group'] <= 6:
+                                            if f['num_tokens'] <= 5123:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3072:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    if f['group'] <= 2:
                                                         return (128, 128, 8, 3)
                                                     else:
-                                                        return 'hand'
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            if f['programs'] <= 3072:
+                                                                return 'hand'
+                                                            else:
+                                                                if f['num_seqs'] <= 6:
+                                                                    return (128, 128, 8, 3)
+                                                                else:
+                                                                    return 'hand'
+                                        else:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['max_seqlen_k'] <= 3072:
+                                                    return (128, 128, 8, 2)
                                                 else:
                                                     return (128, 128, 8, 3)
                                             else:
                                                 return (128, 128, 8, 3)
+                                else:
+                                    if f['programs'] <= 384:
+                                        if f['group'] <= 6:
+                                            if f['max_seqlen_k'] <= 3072:
+                                                if f['max_seqlen_q'] <= 320:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    if f['num_tokens'] <= 3075:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (128, 64, 8, 3)
+                                                        else:
+                                                            return (128, 64, 8, 2)
+                                            else:
+                                                return 'hand'
                                         else:
+                                            if f['max_seqlen_q'] <= 1280:
+                                                if f['num_kv_heads'] <= 4:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                            else:
+                                                if f['max_seqlen_k'] <= 3072:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    return 'hand'
+                                    else:
+                                        if f['num_tokens'] <= 1283:
+                                            if f['group'] <= 6:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                if f['max_seqlen_q'] <= 320:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_k'] <= 3072:
+                                                    if f['num_tokens'] <= 5123:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                if f['programs'] <= 12288:
+                                                    if f['programs'] <= 3072:
+                                                        if f['num_seqs'] <= 6:
+                                                            return (128, 64, 8, 3)
+                                                        else:
+                                                            if f['num_tokens'] <= 9219:
+                                                                if f['programs'] <= 768:
+                                                                    return (64, 64, 4, 2)
+                                                                else:
+                                                                    if f['programs'] <= 1536:
+                                                                        return (128, 128, 8, 2)
+                                                                    else:
+                                                                        return (64, 64, 4, 2)
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                    else:
+                                                        if f['num_tokens'] <= 24576:
+                                                            if f['group'] <= 6:
+                                                                if f['num_tokens'] <= 9219:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    return (128, 64, 8, 3)
+                                                            else:
+                                                                if f['num_tokens'] <= 12288:
+                                                                    if f['max_seqlen_k'] <= 3072:
+                                                                        return (128, 64, 8, 3)
+                                                                    else:
+                                                                        return 'hand'
+                                                                else:
+                                                                    return 'hand'
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 3072:
+                                                                if f['group'] <= 6:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (128, 64, 8, 3)
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                else:
+                                                    return 'hand'
+                        else:
+                            if f['num_seqs'] <= 6:
+                                if f['max_seqlen_k'] <= 12288:
+                                    if f['group'] <= 2:
+                                        if f['kv_bits'] <= 12:
+                                            if f['num_kv_heads'] <= 1:
+                                                return 'hand'
+                                            else:
+                                                return (128, 128, 8, 3)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['num_seqs'] <= 3:
+                                            if f['programs'] <= 768:
+                                                if f['num_tokens'] <= 1280:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['group'] <= 6:
+                                                            if f['kv_bits'] <= 12:
+                                                                return (128, 128, 8, 3)
+                                                            else:
+                                                                return 'hand'
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        if f['kv_bits'] <= 12:
+                                                            if f['group'] <= 6:
+                                                                return (128, 128, 8, 3)
+                                                            else:
+                                                                return 'hand'
+                                                        else:
+                                                            if f['programs'] <= 384:
+                                                                return (128, 128, 8, 3)
+                                                            else:
+                                                                return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 5120:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return (128, 128, 8, 2)
+                                                else:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return 'hand'
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['programs'] <= 1536:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return 'hand'
+                                else:
+                                    if f['num_kv_heads'] <= 1:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            if f['kv_bits'] <= 12:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                return 'hand'
+                                    else:
+                                        if f['kv_bits'] <= 12:
                                             if f['programs'] <= 6144:
-                                                if f['num_tokens'] <= 384:
+                                                if f['max_seqlen_q'] <= 1280:
                                                     return (128, 128, 8, 3)
                                                 else:
                                                     if f['programs'] <= 768:
-                                                        if f['group'] <= 2:
+                                                        if f['group'] <= 6:
                                                             return (128, 128, 8, 3)
                                                         else:
-                                                            if f['programs'] <= 384:
-                                                                if f['num_kv_heads'] <= 5:
-                                                                    if f['max_seqlen_k'] <= 81920:
-                                                                        return 'hand'
-                                                                    else:
-                                                                        return (128, 128, 8, 3)
-                                                                else:
-                                                                    if f['programs'] <= 192:
-                                                                        if f['max_seqlen_k'] <= 81920:
-                                                                            return (128, 128, 8, 3)
-                                                                        else:
-                                                                            return 'hand'
-                                                                    else:
-                                                                        return (128, 128, 8, 3)
+                                                            if f['max_seqlen_k'] <= 81920:
+                                                                return 'hand'
                                                             else:
                                                                 return (128, 128, 8, 3)
                                                     else:
@@ -17075,7 +17333,7 @@ def prefill(f):
                                                                 if f['programs'] <= 3072:
                                                                     return 'hand'
                                                                 else:
-                                                                    if f['num_seqs'] <= 1:
+                                                                    if f['num_tokens'] <= 24576:
                                                                         return 'hand'
                                                                     else:
                                                                         return (128, 128, 8, 3)
@@ -17083,73 +17341,52 @@ def prefill(f):
                                                             return 'hand'
                                             else:
                                                 return (128, 128, 8, 3)
-                                else:
-                                    if f['max_seqlen_k'] <= 12288:
-                                        if f['group'] <= 2:
-                                            if f['num_seqs'] <= 1:
-                                                if f['num_kv_heads'] <= 5:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return 'hand'
                                         else:
-                                            if f['num_tokens'] <= 5120:
-                                                if f['programs'] <= 768:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        return 'hand'
+                                            return 'hand'
                             else:
                                 if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_q'] <= 320:
-                                        if f['group'] <= 6:
+                                    if f['num_tokens'] <= 327:
+                                        if f['programs'] <= 384:
                                             return 'hand'
                                         else:
-                                            if f['programs'] <= 320:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (128, 128, 8, 3)
+                                            return (128, 128, 8, 3)
                                     else:
                                         if f['num_tokens'] <= 1287:
-                                            if f['programs'] <= 192:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (128, 128, 8, 3)
-                                                else:
-                                                    if f['programs'] <= 384:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['programs'] <= 1536:
-                                                            return (128, 128, 8, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                else:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['num_tokens'] <= 1287:
                                             if f['num_kv_heads'] <= 1:
-                                                if f['group'] <= 6:
-                                                    return (64, 64, 4, 3)
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['programs'] <= 1536:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        if f['group'] <= 6:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                                    else:
+                                                        return (128, 128, 8, 3)
                                                 else:
                                                     return (64, 128, 4, 2)
+                                        else:
+                                            if f['programs'] <= 3072:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                else:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['max_seqlen_q'] <= 1280:
+                                            if f['num_kv_heads'] <= 1:
+                                                return (64, 128, 4, 2)
                                             else:
                                                 return 'hand'
                                         else:
                                             if f['programs'] <= 384:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return 'hand'
+                                                return 'hand'
                                             else:
                                                 return (64, 64, 4, 3)
                                     else:
-                                        if f['num_tokens'] <= 327:
+                                        if f['max_seqlen_q'] <= 320:
                                             if f['programs'] <= 384:
                                                 return 'hand'
                                             else:
@@ -17157,56 +17394,189 @@ def prefill(f):
                                         else:
                                             return 'hand'
             else:
-                if f['max_seqlen_k'] <= 1280:
-                    if f['programs'] <= 12288:
-                        if f['head_dim'] <= 96:
-                            if f['num_kv_heads'] <= 5:
-                                if f['kv_bits'] <= 12:
-                                    if f['num_seqs'] <= 80:
+                if f['max_seqlen_k'] <= 320:
+                    if f['num_kv_heads'] <= 5:
+                        if f['kv_bits'] <= 12:
+                            if f['head_dim'] <= 96:
+                                if f['programs'] <= 1536:
+                                    if f['programs'] <= 384:
                                         return (64, 128, 4, 2)
                                     else:
-                                        if f['max_seqlen_k'] <= 320:
-                                            if f['programs'] <= 1536:
-                                                if f['programs'] <= 384:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 64, 4, 2)
+                                        if f['group'] <= 6:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                else:
+                                    return (64, 64, 4, 2)
+                            else:
+                                return (64, 64, 4, 2)
+                        else:
+                            return (64, 64, 4, 2)
+                    else:
+                        return (64, 64, 4, 2)
+                else:
+                    if f['kv_bits'] <= 12:
+                        if f['head_dim'] <= 96:
+                            if f['num_kv_heads'] <= 5:
+                                if f['num_kv_heads'] <= 1:
+                                    if f['programs'] <= 768:
+                                        if f['num_seqs'] <= 80:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                if f['group'] <= 2:
+                                                    if f['block_size'] <= 40:
+                                                        if f['max_seqlen_k'] <= 1280:
+                                                            return (64, 128, 4, 2)
                                                         else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 2)
+                                                            return (128, 128, 8, 3)
                                                     else:
                                                         return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 128, 8, 3)
                                             else:
                                                 if f['block_size'] <= 40:
-                                                    return (64, 64, 4, 2)
+                                                    if f['group'] <= 2:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    if f['max_seqlen_q'] <= 320:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['num_seqs'] <= 80:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return 'hand'
                                                 else:
                                                     return (64, 128, 4, 2)
+                                            else:
+                                                if f['programs'] <= 1536:
+                                                    if f['max_seqlen_k'] <= 1280:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    if f['programs'] <= 3072:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return (64, 64, 4, 3)
                                         else:
                                             return (64, 128, 4, 2)
                                 else:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['group'] <= 2:
+                                                if f['num_tokens'] <= 399:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['num_seqs'] <= 80:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                            else:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['max_seqlen_q'] <= 320:
+                                                        if f['num_tokens'] <= 207:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['programs'] <= 1536:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    if f['programs'] <= 12288:
+                                                        if f['group'] <= 6:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            if f['programs'] <= 5120:
+                                                                if f['num_seqs'] <= 80:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['programs'] <= 24576:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                if f['group'] <= 6:
+                                                    if f['num_seqs'] <= 80:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['programs'] <= 640:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['programs'] <= 2560:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                if f['group'] <= 2:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['num_tokens'] <= 1359:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['num_seqs'] <= 80:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                            else:
+                                                if f['programs'] <= 384:
+                                                    if f['num_seqs'] <= 80:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                            else:
+                                if f['programs'] <= 6144:
                                     if f['num_tokens'] <= 399:
-                                        return (64, 64, 4, 2)
+                                        if f['programs'] <= 640:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 64, 4, 3)
                                     else:
                                         if f['group'] <= 2:
-                                            if f['programs'] <= 768:
-                                                return (64, 128, 4, 2)
+                                            if f['max_seqlen_k'] <= 1280:
+                                                if f['num_seqs'] <= 80:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
                                             else:
-                                                return (64, 64, 4, 2)
+                                                return (64, 64, 4, 3)
                                         else:
-                                            return (64, 128, 4, 2)
-                            else:
-                                if f['num_tokens'] <= 399:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        if f['num_seqs'] <= 80:
-                                            if f['programs'] <= 6144:
-                                                if f['programs'] <= 2560:
-                                                    if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                if f['max_seqlen_k'] <= 1280:
+                                                    if f['block_size'] <= 40:
                                                         return (64, 128, 4, 2)
                                                     else:
                                                         return (64, 64, 4, 3)
@@ -17214,293 +17584,82 @@ def prefill(f):
                                                     return (64, 128, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        if f['programs'] <= 2560:
-                                            if f['kv_bits'] <= 12:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 3)
+                                else:
+                                    return (64, 64, 4, 3)
                         else:
-                            if f['num_kv_heads'] <= 5:
-                                return (64, 64, 4, 2)
-                            else:
-                                if f['max_seqlen_k'] <= 320:
+                            if f['max_seqlen_k'] <= 1280:
+                                if f['num_kv_heads'] <= 5:
                                     return (64, 64, 4, 2)
                                 else:
                                     if f['block_size'] <= 40:
-                                        if f['kv_bits'] <= 12:
+                                        if f['programs'] <= 6144:
                                             if f['num_seqs'] <= 80:
                                                 return (64, 128, 4, 2)
                                             else:
                                                 return (64, 64, 4, 2)
                                         else:
-                                            if f['programs'] <= 2560:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
+                                            return (64, 64, 4, 3)
                                     else:
                                         if f['group'] <= 2:
                                             return (64, 64, 4, 2)
                                         else:
                                             return (64, 64, 4, 3)
-                    else:
-                        return (64, 64, 4, 3)
-                else:
-                    if f['kv_bits'] <= 12:
-                        if f['head_dim'] <= 96:
-                            if f['num_kv_heads'] <= 1:
-                                if f['max_seqlen_k'] <= 5120:
-                                    if f['max_seqlen_q'] <= 320:
-                                        if f['programs'] <= 384:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_tokens'] <= 591:
-                                            if f['group'] <= 6:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['num_tokens'] <= 2127:
-                                            if f['num_seqs'] <= 80:
-                                                if f['num_tokens'] <= 1311:
-                                                    if f['programs'] <= 320:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    if f['group'] <= 2:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['block_size'] <= 40:
-                                                            return 'hand'
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_tokens'] <= 447:
-                                                    if f['group'] <= 2:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 128, 8, 3)
-                                                        else:
-                                                            return 'hand'
-                                                    else:
-                                                        if f['block_size'] <= 40:
-                                                            return 'hand'
-                                                        else:
-                                                            return (128, 128, 8, 3)
-                                                else:
-                                                    if f['programs'] <= 1280:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 128, 8, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        if f['max_seqlen_q'] <= 320:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['programs'] <= 2560:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
                             else:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['block_size'] <= 40:
-                                        if f['group'] <= 2:
-                                            if f['num_tokens'] <= 399:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_seqs'] <= 80:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                        else:
-                                            if f['programs'] <= 24576:
-                                                if f['max_seqlen_q'] <= 320:
-                                                    if f['programs'] <= 1536:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            if f['num_seqs'] <= 80:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        if f['num_seqs'] <= 80:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['programs'] <= 6144:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['num_tokens'] <= 2127:
-                                                            if f['num_tokens'] <= 591:
-                                                                if f['programs'] <= 1536:
-                                                                    return (64, 64, 4, 3)
-                                                                else:
-                                                                    return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                    else:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            if f['num_seqs'] <= 80:
-                                                if f['max_seqlen_q'] <= 320:
-                                                    if f['programs'] <= 384:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                if f['programs'] <= 640:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1280:
-                                                        if f['programs'] <= 3072:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['programs'] <= 6144:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                        else:
-                                            if f['programs'] <= 384:
-                                                if f['num_seqs'] <= 80:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                else:
-                                    if f['programs'] <= 6144:
-                                        if f['max_seqlen_q'] <= 320:
-                                            if f['programs'] <= 640:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            if f['group'] <= 2:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 64, 4, 3)
-                        else:
-                            if f['programs'] <= 1536:
-                                if f['programs'] <= 192:
-                                    if f['num_seqs'] <= 80:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (128, 128, 8, 3)
-                                        else:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                return 'hand'
-                                else:
+                                if f['programs'] <= 1536:
                                     if f['group'] <= 6:
                                         if f['block_size'] <= 40:
-                                            if f['num_tokens'] <= 207:
-                                                if f['group'] <= 2:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_tokens'] <= 591:
-                                                    if f['max_seqlen_k'] <= 5120:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                if f['num_seqs'] <= 80:
+                                                    if f['programs'] <= 384:
                                                         if f['num_kv_heads'] <= 5:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                if f['num_tokens'] <= 399:
-                                                                    return (128, 128, 8, 3)
-                                                                else:
-                                                                    return (64, 64, 4, 3)
-                                                            else:
-                                                                if f['num_seqs'] <= 80:
-                                                                    if f['group'] <= 2:
-                                                                        return (64, 64, 4, 3)
-                                                                    else:
-                                                                        return (64, 128, 4, 2)
-                                                                else:
-                                                                    if f['programs'] <= 640:
-                                                                        return (64, 128, 4, 2)
-                                                                    else:
-                                                                        return (64, 64, 4, 3)
+                                                            return (64, 128, 4, 2)
                                                         else:
-                                                            if f['max_seqlen_q'] <= 320:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            if f['num_tokens'] <= 1311:
+                                                                if f['programs'] <= 768:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (128, 128, 8, 3)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 320:
+                                                        if f['programs'] <= 768:
+                                                            if f['programs'] <= 384:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (128, 128, 8, 3)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        if f['num_seqs'] <= 80:
+                                                            if f['programs'] <= 768:
                                                                 return (64, 64, 4, 3)
                                                             else:
                                                                 return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    if f['programs'] <= 384:
+                                                        return (64, 64, 4, 3)
                                                     else:
                                                         if f['num_seqs'] <= 80:
-                                                            if f['group'] <= 2:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                if f['programs'] <= 768:
-                                                                    return (64, 64, 4, 3)
-                                                                else:
-                                                                    return (64, 128, 4, 2)
+                                                            return (64, 128, 4, 2)
                                                         else:
-                                                            if f['num_kv_heads'] <= 1:
+                                                            if f['programs'] <= 768:
                                                                 return (128, 128, 8, 3)
                                                             else:
                                                                 return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1280:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['programs'] <= 768:
-                                                            if f['max_seqlen_k'] <= 5120:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
                                         else:
                                             if f['programs'] <= 768:
                                                 if f['max_seqlen_q'] <= 1280:
@@ -17508,213 +17667,183 @@ def prefill(f):
                                                         return (64, 64, 4, 3)
                                                     else:
                                                         if f['num_seqs'] <= 80:
-                                                            if f['group'] <= 2:
-                                                                return (64, 64, 4, 3)
-                                                            else:
+                                                            if f['num_kv_heads'] <= 1:
                                                                 if f['max_seqlen_k'] <= 5120:
                                                                     return (64, 128, 4, 2)
                                                                 else:
                                                                     return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 3)
                                                         else:
                                                             if f['group'] <= 2:
                                                                 return (64, 128, 4, 2)
                                                             else:
-                                                                return (128, 128, 8, 3)
+                                                                if f['max_seqlen_k'] <= 5120:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (128, 128, 8, 3)
                                                 else:
                                                     if f['max_seqlen_k'] <= 5120:
                                                         return (64, 128, 4, 2)
                                                     else:
                                                         return (64, 64, 4, 3)
                                             else:
-                                                if f['num_tokens'] <= 399:
+                                                if f['max_seqlen_q'] <= 320:
                                                     return (64, 64, 4, 3)
                                                 else:
                                                     if f['group'] <= 2:
                                                         if f['max_seqlen_k'] <= 5120:
                                                             return (64, 64, 4, 3)
                                                         else:
-                                                            if f['num_tokens'] <= 591:
-                                                                return (64, 64, 4, 3)
-                                                            else:
+                                                            if f['num_kv_heads'] <= 5:
                                                                 return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
                                                     else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (128, 128, 8, 3)
-                                                        else:
-                                                            return (64, 64, 4, 3)
+                                                        return (128, 128, 8, 3)
                                     else:
                                         if f['num_kv_heads'] <= 1:
-                                            if f['block_size'] <= 40:
-                                                if f['num_tokens'] <= 207:
+                                            if f['max_seqlen_q'] <= 320:
+                                                if f['num_seqs'] <= 80:
                                                     if f['max_seqlen_k'] <= 5120:
                                                         return (64, 128, 4, 2)
                                                     else:
                                                         return (64, 64, 4, 3)
                                                 else:
-                                                    return (64, 128, 4, 2)
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        if f['block_size'] <= 40:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
                                             else:
-                                                if f['num_seqs'] <= 80:
+                                                if f['max_seqlen_k'] <= 5120:
                                                     return (64, 64, 4, 3)
                                                 else:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        return (64, 64, 4, 3)
-                                                    else:
+                                                    if f['block_size'] <= 40:
                                                         return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
                                         else:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                if f['block_size'] <= 40:
+                                            if f['block_size'] <= 40:
+                                                if f['max_seqlen_k'] <= 5120:
                                                     return (128, 128, 8, 2)
                                                 else:
                                                     return (128, 128, 8, 3)
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 128, 8, 3)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['num_tokens'] <= 399:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            if f['num_tokens'] <= 207:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                if f['num_seqs'] <= 80:
-                                                    if f['group'] <= 6:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (128, 128, 8, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_seqs'] <= 80:
-                                                    if f['group'] <= 6:
-                                                        return (128, 128, 8, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
+                                                return (128, 128, 8, 3)
                                 else:
-                                    if f['num_tokens'] <= 2127:
+                                    if f['num_seqs'] <= 80:
                                         if f['num_kv_heads'] <= 5:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                if f['num_tokens'] <= 1359:
-                                                    if f['programs'] <= 6144:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            if f['programs'] <= 3072:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
+                                            if f['block_size'] <= 40:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['group'] <= 6:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['num_tokens'] <= 1311:
+                                                            return (128, 64, 8, 3)
                                                         else:
-                                                            return (64, 64, 4, 3)
+                                                            if f['programs'] <= 6144:
+                                                                return (128, 128, 8, 3)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                                else:
+                                                    if f['programs'] <= 3072:
+                                                        if f['num_tokens'] <= 1311:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 3)
                                                     else:
                                                         return (64, 128, 4, 2)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        if f['programs'] <= 3072:
+                                            else:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['max_seqlen_q'] <= 1280:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            if f['programs'] <= 3072:
+                                                                return (128, 128, 8, 3)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                        else:
                                                             return (128, 128, 8, 3)
+                                                else:
+                                                    if f['programs'] <= 6144:
+                                                        if f['programs'] <= 3072:
+                                                            if f['max_seqlen_q'] <= 1280:
+                                                                return (128, 128, 8, 3)
+                                                            else:
+                                                                return 'hand'
                                                         else:
                                                             return (64, 128, 4, 2)
-                                                    else:
-                                                        return (128, 128, 8, 3)
-                                            else:
-                                                if f['programs'] <= 6144:
-                                                    if f['programs'] <= 3072:
-                                                        if f['max_seqlen_q'] <= 1280:
-                                                            if f['max_seqlen_q'] <= 320:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                if f['num_tokens'] <= 591:
-                                                                    return (128, 128, 8, 3)
-                                                                else:
-                                                                    return (64, 128, 4, 2)
-                                                        else:
-                                                            return 'hand'
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1280:
-                                                        return (64, 128, 4, 2)
                                                     else:
                                                         return 'hand'
                                         else:
-                                            if f['num_seqs'] <= 80:
-                                                if f['programs'] <= 3072:
-                                                    return (64, 64, 4, 3)
-                                                else:
+                                            if f['max_seqlen_q'] <= 320:
+                                                if f['block_size'] <= 40:
                                                     return (64, 128, 4, 2)
-                                            else:
-                                                if f['programs'] <= 12288:
-                                                    return (64, 64, 4, 3)
                                                 else:
-                                                    if f['programs'] <= 24576:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                    else:
+                                        if f['num_tokens'] <= 447:
+                                            if f['group'] <= 6:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        return (64, 64, 4, 3)
                                                     else:
                                                         if f['max_seqlen_k'] <= 5120:
                                                             return (64, 64, 4, 3)
                                                         else:
                                                             return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
                     else:
                         if f['num_kv_heads'] <= 5:
                             if f['max_seqlen_k'] <= 5120:
                                 if f['head_dim'] <= 96:
-                                    if f['group'] <= 2:
-                                        if f['programs'] <= 1536:
-                                            if f['block_size'] <= 40:
-                                                if f['num_seqs'] <= 80:
-                                                    if f['programs'] <= 384:
-                                                        if f['programs'] <= 192:
+                                    if f['programs'] <= 1536:
+                                        if f['block_size'] <= 40:
+                                            if f['num_seqs'] <= 80:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['programs'] <= 768:
+                                                        if f['max_seqlen_k'] <= 1280:
                                                             return (64, 128, 4, 2)
                                                         else:
                                                             return (64, 64, 4, 3)
                                                     else:
                                                         return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
                                             else:
-                                                if f['programs'] <= 192:
-                                                    if f['max_seqlen_q'] <= 320:
-                                                        return (64, 64, 4, 3)
-                                                    else:
+                                                if f['max_seqlen_k'] <= 1280:
+                                                    if f['programs'] <= 768:
                                                         return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
                                                 else:
                                                     return (64, 64, 4, 3)
                                         else:
-                                            if f['programs'] <= 3072:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1280:
-                                            if f['block_size'] <= 40:
-                                                if f['num_seqs'] <= 80:
-                                                    if f['num_kv_heads'] <= 1:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_k'] <= 1280:
+                                                    if f['programs'] <= 768:
                                                         return (64, 128, 4, 2)
                                                     else:
-                                                        if f['max_seqlen_q'] <= 320:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        if f['num_tokens'] <= 447:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
                                                         return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 3)
                                             else:
                                                 if f['group'] <= 6:
                                                     if f['num_kv_heads'] <= 1:
@@ -17723,142 +17852,184 @@ def prefill(f):
                                                         else:
                                                             return (64, 128, 4, 2)
                                                     else:
-                                                        return (64, 64, 4, 3)
+                                                        if f['max_seqlen_k'] <= 1280:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
                                                 else:
-                                                    return (64, 64, 4, 3)
+                                                    if f['max_seqlen_k'] <= 1280:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_tokens'] <= 399:
+                                            return (64, 64, 4, 3)
                                         else:
                                             if f['programs'] <= 24576:
-                                                return (64, 128, 4, 2)
+                                                if f['num_tokens'] <= 1359:
+                                                    if f['max_seqlen_k'] <= 1280:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['programs'] <= 3072:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['num_kv_heads'] <= 1:
+                                                                if f['block_size'] <= 40:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        if f['programs'] <= 3072:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
                                 else:
-                                    if f['num_tokens'] <= 399:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['num_tokens'] <= 207:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                if f['programs'] <= 768:
-                                                    return (128, 64, 8, 3)
-                                                else:
-                                                    return 'hand'
-                                        else:
-                                            if f['group'] <= 6:
-                                                if f['num_tokens'] <= 207:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return (64, 64, 4, 3)
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return (64, 64, 4, 2)
                                     else:
-                                        if f['num_seqs'] <= 80:
-                                            if f['programs'] <= 3072:
-                                                if f['block_size'] <= 40:
-                                                    if f['programs'] <= 768:
-                                                        if f['max_seqlen_q'] <= 1280:
-                                                            if f['programs'] <= 192:
+                                        if f['block_size'] <= 40:
+                                            if f['num_tokens'] <= 2127:
+                                                if f['programs'] <= 3072:
+                                                    if f['num_seqs'] <= 80:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            if f['programs'] <= 768:
                                                                 return (64, 128, 4, 2)
                                                             else:
                                                                 return (64, 64, 4, 3)
                                                         else:
-                                                            return (64, 128, 4, 2)
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['programs'] <= 768:
+                                                            if f['max_seqlen_q'] <= 320:
+                                                                return (128, 64, 8, 3)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            if f['programs'] <= 1536:
+                                                                return 'hand'
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                else:
+                                                    if f['num_seqs'] <= 80:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_tokens'] <= 399:
+                                                if f['programs'] <= 1536:
+                                                    if f['programs'] <= 768:
+                                                        if f['num_seqs'] <= 80:
+                                                            if f['num_kv_heads'] <= 1:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                if f['num_seqs'] <= 80:
+                                                    if f['programs'] <= 3072:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                                else:
+                                                    if f['programs'] <= 1536:
+                                                        if f['programs'] <= 768:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                            else:
+                                if f['head_dim'] <= 96:
+                                    if f['num_kv_heads'] <= 1:
+                                        if f['programs'] <= 1536:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_seqs'] <= 80:
+                                                if f['block_size'] <= 40:
+                                                    if f['programs'] <= 3072:
+                                                        return 'hand'
                                                     else:
                                                         return (64, 64, 4, 3)
                                                 else:
                                                     return (64, 64, 4, 3)
                                             else:
-                                                return (128, 64, 8, 3)
-                                        else:
+                                                return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_tokens'] <= 591:
                                             if f['programs'] <= 1536:
-                                                if f['num_kv_heads'] <= 1:
+                                                if f['num_seqs'] <= 80:
                                                     return (64, 64, 4, 3)
                                                 else:
-                                                    return 'hand'
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['programs'] <= 640:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
                                             else:
-                                                return (64, 64, 4, 3)
-                            else:
-                                if f['head_dim'] <= 96:
-                                    if f['programs'] <= 192:
-                                        if f['num_seqs'] <= 80:
-                                            return (64, 64, 4, 3)
+                                                if f['max_seqlen_q'] <= 320:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return 'hand'
+                                                    else:
+                                                        return (64, 64, 4, 3)
                                         else:
-                                            return 'hand'
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['num_tokens'] <= 591:
-                                                if f['programs'] <= 1536:
+                                            if f['num_tokens'] <= 2127:
+                                                if f['group'] <= 2:
                                                     if f['num_seqs'] <= 80:
                                                         return (64, 64, 4, 3)
                                                     else:
                                                         if f['block_size'] <= 40:
                                                             return (64, 64, 4, 3)
                                                         else:
-                                                            if f['group'] <= 2:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
+                                                            return (128, 64, 8, 3)
                                                 else:
-                                                    if f['num_tokens'] <= 399:
+                                                    if f['max_seqlen_q'] <= 1280:
                                                         return (64, 64, 4, 3)
                                                     else:
-                                                        if f['block_size'] <= 40:
-                                                            return 'hand'
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                            else:
-                                                if f['num_tokens'] <= 2127:
-                                                    if f['programs'] <= 2560:
-                                                        if f['num_seqs'] <= 80:
+                                                        if f['programs'] <= 6144:
                                                             return (64, 64, 4, 3)
                                                         else:
                                                             if f['block_size'] <= 40:
-                                                                return (64, 64, 4, 3)
-                                                            else:
                                                                 return (128, 64, 8, 3)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 1280:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['programs'] <= 6144:
-                                                                return (64, 64, 4, 3)
                                                             else:
-                                                                if f['block_size'] <= 40:
-                                                                    return (128, 64, 8, 3)
-                                                                else:
-                                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 64, 4, 3)
+                                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
                                 else:
                                     if f['num_seqs'] <= 80:
-                                        if f['programs'] <= 768:
-                                            if f['programs'] <= 192:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['num_kv_heads'] <= 1:
-                                                    if f['block_size'] <= 40:
-                                                        if f['programs'] <= 384:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['group'] <= 2:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return (64, 128, 4, 2)
+                                        if f['num_kv_heads'] <= 1:
+                                            if f['programs'] <= 768:
+                                                if f['block_size'] <= 40:
+                                                    if f['num_tokens'] <= 351:
+                                                        return (64, 64, 4, 3)
                                                     else:
                                                         if f['group'] <= 2:
-                                                            return 'hand'
+                                                            return (64, 64, 4, 3)
                                                         else:
-                                                            if f['programs'] <= 384:
-                                                                return 'hand'
-                                                            else:
-                                                                return (64, 64, 4, 3)
+                                                            return (64, 128, 4, 2)
                                                 else:
-                                                    return 'hand'
-                                        else:
-                                            if f['num_kv_heads'] <= 1:
+                                                    if f['group'] <= 2:
+                                                        return 'hand'
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                            else:
                                                 if f['block_size'] <= 40:
                                                     if f['programs'] <= 3072:
                                                         return 'hand'
@@ -17866,21 +18037,21 @@ def prefill(f):
                                                         return (128, 128, 8, 2)
                                                 else:
                                                     return 'hand'
-                                            else:
-                                                return 'hand'
+                                        else:
+                                            return 'hand'
                                     else:
                                         if f['programs'] <= 1536:
                                             return 'hand'
                                         else:
                                             if f['programs'] <= 12288:
                                                 if f['group'] <= 2:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return 'hand'
-                                                    else:
+                                                    if f['block_size'] <= 40:
                                                         return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return 'hand'
+                                                        else:
+                                                            return (64, 64, 4, 3)
                                                 else:
                                                     return (64, 64, 4, 3)
                                             else:
@@ -17890,40 +18061,61 @@ def prefill(f):
                                                     return (64, 64, 4, 3)
                         else:
                             if f['programs'] <= 24576:
-                                if f['programs'] <= 1536:
-                                    if f['head_dim'] <= 96:
-                                        return (64, 64, 4, 3)
+                                if f['max_seqlen_k'] <= 1280:
+                                    if f['programs'] <= 2560:
+                                        return (64, 64, 4, 2)
                                     else:
-                                        if f['num_tokens'] <= 399:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                if f['num_tokens'] <= 207:
+                                        if f['programs'] <= 6144:
+                                            if f['head_dim'] <= 96:
+                                                if f['group'] <= 2:
                                                     return (64, 64, 4, 3)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                            else:
+                                                if f['num_seqs'] <= 80:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                else:
+                                    if f['programs'] <= 1536:
+                                        if f['head_dim'] <= 96:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['max_seqlen_q'] <= 320:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['num_seqs'] <= 80:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return 'hand'
                                                 else:
                                                     return 'hand'
                                             else:
-                                                return 'hand'
-                                        else:
-                                            if f['block_size'] <= 40:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return 'hand'
+                                    else:
+                                        if f['num_seqs'] <= 80:
+                                            if f['programs'] <= 6144:
                                                 return (64, 64, 4, 3)
                                             else:
                                                 if f['max_seqlen_k'] <= 5120:
                                                     return (64, 64, 4, 3)
                                                 else:
-                                                    return 'hand'
-                                else:
-                                    if f['num_seqs'] <= 80:
-                                        if f['programs'] <= 6144:
-                                            return (64, 64, 4, 3)
+                                                    if f['head_dim'] <= 96:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return 'hand'
                                         else:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['head_dim'] <= 96:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return 'hand'
-                                    else:
-                                        return (64, 64, 4, 3)
+                                            return (64, 64, 4, 3)
                             else:
                                 if f['max_seqlen_k'] <= 5120:
                                     return (64, 64, 4, 3)
@@ -17949,307 +18141,389 @@ def prefill(f):
                                                     return (64, 64, 4, 2)
     else:
         if f['kv_bits'] <= 12:
-            if f['programs'] <= 96:
-                if f['max_seqlen_k'] <= 192:
-                    if f['block_size'] <= 40:
-                        if f['programs'] <= 24:
-                            return (64, 64, 4, 2)
-                        else:
-                            if f['num_seqs'] <= 20:
-                                return 'hand'
-                            else:
-                                if f['num_kv_heads'] <= 1:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    return (64, 128, 4, 2)
-                    else:
-                        return 'hand'
-                else:
-                    if f['group'] <= 6:
+            if f['num_seqs'] <= 80:
+                if f['programs'] <= 96:
+                    if f['max_seqlen_k'] <= 192:
                         if f['block_size'] <= 40:
-                            if f['programs'] <= 12:
-                                if f['max_seqlen_k'] <= 5120:
-                                    if f['max_seqlen_k'] <= 1536:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_seqs'] <= 4:
-                                            if f['group'] <= 2:
-                                                if f['num_tokens'] <= 384:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                else:
-                                    if f['num_kv_heads'] <= 1:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['group'] <= 2:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 64, 4, 3)
+                            if f['programs'] <= 24:
+                                return (64, 64, 4, 2)
                             else:
-                                if f['programs'] <= 24:
-                                    if f['max_seqlen_q'] <= 1536:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
+                                if f['num_tokens'] <= 147:
+                                    return 'hand'
                                 else:
-                                    return (64, 64, 4, 3)
-                        else:
-                            if f['max_seqlen_k'] <= 384:
-                                if f['num_kv_heads'] <= 5:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    if f['group'] <= 2:
-                                        return (64, 64, 4, 3)
+                                    if f['programs'] <= 48:
+                                        return (64, 64, 4, 2)
                                     else:
-                                        return 'hand'
-                            else:
-                                return (64, 64, 4, 3)
-                    else:
-                        if f['num_tokens'] <= 384:
-                            if f['block_size'] <= 40:
-                                if f['max_seqlen_k'] <= 81920:
-                                    if f['max_seqlen_k'] <= 1152:
-                                        if f['programs'] <= 24:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return (64, 64, 4, 3)
-                                else:
-                                    if f['num_kv_heads'] <= 1:
                                         return (64, 128, 4, 2)
+                        else:
+                            return 'hand'
+                    else:
+                        if f['group'] <= 6:
+                            if f['block_size'] <= 40:
+                                if f['programs'] <= 6:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['programs'] <= 3:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
                                     else:
                                         return (64, 64, 4, 3)
-                            else:
-                                if f['num_tokens'] <= 195:
-                                    return (64, 64, 4, 3)
                                 else:
-                                    if f['max_seqlen_k'] <= 1152:
-                                        if f['num_kv_heads'] <= 1:
+                                    if f['max_seqlen_q'] <= 3072:
+                                        if f['programs'] <= 24:
+                                            if f['max_seqlen_q'] <= 1536:
+                                                if f['programs'] <= 12:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 1280:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['max_seqlen_k'] <= 384:
+                                                    if f['programs'] <= 48:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['num_seqs'] <= 12:
+                                                            return 'hand'
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                if f['max_seqlen_k'] <= 384:
+                                                    if f['programs'] <= 48:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                    else:
+                                        if f['programs'] <= 48:
                                             return (64, 64, 4, 2)
                                         else:
-                                            return 'hand'
+                                            return (64, 64, 4, 3)
+                            else:
+                                if f['max_seqlen_k'] <= 384:
+                                    if f['programs'] <= 48:
+                                        return (64, 64, 4, 3)
                                     else:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            return (64, 128, 4, 2)
+                                        if f['num_tokens'] <= 3072:
+                                            return 'hand'
+                                        else:
+                                            return (64, 64, 4, 3)
+                                else:
+                                    if f['num_kv_heads'] <= 5:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (128, 64, 8, 3)
+                        else:
+                            if f['programs'] <= 48:
+                                if f['block_size'] <= 40:
+                                    if f['num_kv_heads'] <= 1:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            if f['num_tokens'] <= 384:
+                                                if f['max_seqlen_k'] <= 1152:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 1280:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                        else:
+                                            if f['max_seqlen_k'] <= 81920:
+                                                if f['max_seqlen_q'] <= 384:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                if f['num_tokens'] <= 384:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 1152:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 81920:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            return 'hand'
                                         else:
                                             if f['num_kv_heads'] <= 1:
                                                 return (64, 128, 4, 2)
                                             else:
-                                                return (64, 64, 4, 3)
-                        else:
-                            if f['max_seqlen_k'] <= 768:
-                                if f['num_seqs'] <= 1:
-                                    if f['block_size'] <= 40:
-                                        return (64, 64, 4, 3)
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    return 'hand'
+                                                else:
+                                                    return (128, 64, 8, 3)
                                     else:
-                                        if f['programs'] <= 48:
-                                            return 'hand'
-                                        else:
-                                            return (128, 64, 8, 2)
-                                else:
-                                    if f['programs'] <= 48:
-                                        if f['block_size'] <= 40:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return (64, 64, 4, 3)
-                            else:
-                                return (64, 64, 4, 3)
-            else:
-                if f['num_seqs'] <= 24:
-                    if f['block_size'] <= 40:
-                        if f['max_seqlen_k'] <= 24576:
-                            if f['group'] <= 2:
-                                if f['num_tokens'] <= 3075:
-                                    if f['programs'] <= 640:
-                                        if f['num_seqs'] <= 3:
+                                        if f['programs'] <= 24:
                                             return (128, 128, 8, 2)
                                         else:
-                                            if f['max_seqlen_k'] <= 1280:
-                                                if f['num_tokens'] <= 1283:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (128, 64, 8, 2)
+                                            if f['num_tokens'] <= 384:
+                                                return (128, 64, 8, 3)
                                             else:
-                                                return (64, 64, 4, 3)
-                                    else:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (64, 64, 4, 2)
+                                                return (64, 128, 4, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 768:
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_k'] <= 384:
+                                            return (128, 64, 8, 2)
                                         else:
                                             return (64, 64, 4, 3)
-                                else:
-                                    if f['programs'] <= 1536:
-                                        if f['max_seqlen_q'] <= 1536:
-                                            if f['num_tokens'] <= 6144:
-                                                if f['max_seqlen_q'] <= 384:
-                                                    return (128, 64, 8, 2)
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 12288:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                if f['num_tokens'] <= 24576:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (128, 128, 8, 2)
-                                                    else:
-                                                        return (128, 64, 8, 3)
                                     else:
                                         return (128, 64, 8, 2)
-                            else:
-                                if f['num_tokens'] <= 771:
-                                    if f['group'] <= 6:
-                                        if f['max_seqlen_k'] <= 192:
-                                            return 'hand'
-                                        else:
-                                            if f['num_seqs'] <= 5:
-                                                if f['max_seqlen_k'] <= 1280:
-                                                    return (128, 64, 8, 2)
-                                                else:
-                                                    return (128, 64, 8, 3)
-                                            else:
-                                                if f['programs'] <= 640:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        return 'hand'
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                if f['programs'] <= 384:
-                                                    if f['max_seqlen_k'] <= 1280:
-                                                        if f['num_tokens'] <= 327:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return 'hand'
-                                                    else:
-                                                        if f['programs'] <= 192:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 1280:
-                                                        return (128, 64, 8, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                            else:
+                                else:
+                                    return (64, 64, 4, 3)
+                else:
+                    if f['num_seqs'] <= 24:
+                        if f['block_size'] <= 40:
+                            if f['max_seqlen_k'] <= 24576:
+                                if f['group'] <= 2:
+                                    if f['programs'] <= 768:
+                                        if f['max_seqlen_k'] <= 12288:
+                                            if f['num_tokens'] <= 1283:
                                                 return (64, 64, 4, 3)
-                                        else:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                if f['max_seqlen_k'] <= 1280:
+                                            else:
+                                                if f['max_seqlen_k'] <= 384:
                                                     return (128, 64, 8, 2)
                                                 else:
-                                                    if f['programs'] <= 384:
-                                                        return (128, 64, 8, 2)
-                                                    else:
-                                                        if f['programs'] <= 1280:
-                                                            return (64, 64, 4, 3)
+                                                    if f['num_tokens'] <= 3075:
+                                                        if f['num_seqs'] <= 3:
+                                                            return (128, 128, 8, 2)
                                                         else:
-                                                            return 'hand'
+                                                            if f['max_seqlen_k'] <= 1280:
+                                                                return (128, 64, 8, 2)
+                                                            else:
+                                                                if f['max_seqlen_k'] <= 5120:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    if f['num_kv_heads'] <= 1:
+                                                                        return (64, 64, 4, 3)
+                                                                    else:
+                                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            if f['num_seqs'] <= 3:
+                                                                return (128, 64, 8, 3)
+                                                            else:
+                                                                if f['programs'] <= 192:
+                                                                    return (128, 128, 8, 2)
+                                                                else:
+                                                                    if f['num_seqs'] <= 6:
+                                                                        return (128, 128, 8, 2)
+                                                                    else:
+                                                                        if f['num_seqs'] <= 12:
+                                                                            return (128, 64, 8, 3)
+                                                                        else:
+                                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['programs'] <= 192:
+                                                                if f['max_seqlen_k'] <= 768:
+                                                                    return (128, 64, 8, 2)
+                                                                else:
+                                                                    return (128, 128, 8, 2)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                    else:
+                                        if f['max_seqlen_k'] <= 3072:
+                                            if f['num_tokens'] <= 9219:
+                                                return (64, 64, 4, 2)
                                             else:
-                                                if f['programs'] <= 192:
+                                                if f['num_seqs'] <= 12:
                                                     return (128, 128, 8, 2)
                                                 else:
-                                                    if f['programs'] <= 384:
-                                                        return (128, 64, 8, 3)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                else:
-                                    if f['max_seqlen_k'] <= 6144:
-                                        if f['num_tokens'] <= 3075:
-                                            if f['group'] <= 6:
-                                                if f['max_seqlen_k'] <= 1536:
                                                     return (128, 64, 8, 2)
-                                                else:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                                            else:
-                                                return (128, 64, 8, 2)
                                         else:
                                             if f['num_seqs'] <= 1:
-                                                if f['programs'] <= 384:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (128, 64, 8, 2)
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                                                else:
-                                                    return (128, 64, 8, 2)
+                                                return (128, 128, 8, 2)
                                             else:
+                                                return (128, 64, 8, 3)
+                                else:
+                                    if f['num_tokens'] <= 771:
+                                        if f['num_seqs'] <= 1:
+                                            if f['max_seqlen_k'] <= 5120:
                                                 return (128, 64, 8, 2)
-                                    else:
-                                        if f['num_seqs'] <= 6:
-                                            if f['programs'] <= 192:
+                                            else:
                                                 if f['group'] <= 6:
                                                     return (128, 64, 8, 3)
                                                 else:
                                                     return (128, 128, 8, 2)
+                                        else:
+                                            if f['group'] <= 6:
+                                                if f['max_seqlen_k'] <= 192:
+                                                    return 'hand'
+                                                else:
+                                                    if f['programs'] <= 640:
+                                                        if f['num_seqs'] <= 5:
+                                                            return (128, 64, 8, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 1280:
+                                                            return 'hand'
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 5120:
+                                                                return (64, 64, 4, 2)
+                                                            else:
+                                                                return (128, 64, 8, 3)
                                             else:
-                                                if f['group'] <= 6:
-                                                    if f['programs'] <= 6144:
-                                                        if f['programs'] <= 3072:
+                                                if f['programs'] <= 384:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        if f['num_seqs'] <= 5:
+                                                            return (128, 64, 8, 2)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 1280:
+                                                                if f['num_tokens'] <= 327:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return 'hand'
+                                                            else:
+                                                                if f['num_tokens'] <= 327:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 1280:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            if f['programs'] <= 1280:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                        else:
                                                             return (128, 64, 8, 3)
+                                    else:
+                                        if f['max_seqlen_k'] <= 6144:
+                                            if f['num_seqs'] <= 1:
+                                                if f['group'] <= 6:
+                                                    if f['num_tokens'] <= 1536:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        if f['programs'] <= 192:
+                                                            if f['num_tokens'] <= 3072:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                                else:
+                                                    return (128, 64, 8, 2)
+                                            else:
+                                                if f['num_tokens'] <= 3075:
+                                                    if f['group'] <= 6:
+                                                        if f['max_seqlen_q'] <= 1536:
+                                                            return (128, 64, 8, 2)
+                                                        else:
+                                                            if f['num_kv_heads'] <= 5:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                    else:
+                                                        return (128, 64, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 2)
+                                        else:
+                                            if f['programs'] <= 1536:
+                                                if f['group'] <= 6:
+                                                    if f['num_tokens'] <= 24576:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        if f['num_seqs'] <= 3:
+                                                            return (128, 64, 8, 2)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                                else:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['num_seqs'] <= 1:
+                                                            if f['programs'] <= 768:
+                                                                if f['programs'] <= 320:
+                                                                    return (128, 128, 8, 2)
+                                                                else:
+                                                                    return (128, 64, 8, 3)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['num_tokens'] <= 9219:
+                                                                return (128, 64, 8, 3)
+                                                            else:
+                                                                return (128, 64, 8, 2)
+                                                    else:
+                                                        if f['programs'] <= 640:
+                                                            return (128, 64, 8, 3)
+                                                        else:
+                                                            return (128, 64, 8, 2)
+                                            else:
+                                                if f['num_seqs'] <= 6:
+                                                    if f['group'] <= 6:
+                                                        if f['num_seqs'] <= 1:
+                                                            if f['num_tokens'] <= 12288:
+                                                                return (128, 64, 8, 3)
+                                                            else:
+                                                                return (128, 128, 8, 2)
                                                         else:
                                                             if f['max_seqlen_k'] <= 12288:
                                                                 return (128, 64, 8, 3)
                                                             else:
-                                                                return (128, 128, 8, 2)
+                                                                return (128, 64, 8, 2)
                                                     else:
                                                         return (128, 64, 8, 2)
-                                                else:
-                                                    return (128, 64, 8, 2)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['programs'] <= 1536:
-                                                    return (64, 64, 4, 3)
                                                 else:
                                                     if f['num_kv_heads'] <= 5:
                                                         return (64, 64, 4, 2)
                                                     else:
-                                                        return (128, 128, 8, 2)
-                        else:
-                            if f['group'] <= 2:
-                                if f['max_seqlen_k'] <= 81920:
-                                    return (128, 64, 8, 3)
-                                else:
-                                    return (128, 128, 8, 2)
+                                                        return (128, 64, 8, 3)
                             else:
                                 if f['programs'] <= 768:
                                     return (128, 64, 8, 3)
@@ -18258,256 +18532,312 @@ def prefill(f):
                                         return (128, 128, 8, 2)
                                     else:
                                         return (128, 64, 8, 3)
-                    else:
-                        if f['max_seqlen_k'] <= 768:
-                            if f['max_seqlen_q'] <= 192:
-                                if f['programs'] <= 384:
-                                    return 'hand'
-                                else:
-                                    return (128, 64, 8, 2)
-                            else:
-                                if f['num_tokens'] <= 1536:
-                                    if f['group'] <= 6:
-                                        if f['num_seqs'] <= 6:
-                                            if f['max_seqlen_q'] <= 384:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 3)
-                                        else:
-                                            if f['programs'] <= 640:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            return 'hand'
-                                        else:
-                                            return (128, 64, 8, 2)
-                                else:
-                                    if f['num_seqs'] <= 6:
-                                        if f['group'] <= 6:
-                                            if f['programs'] <= 320:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 3)
-                                        else:
-                                            return (128, 64, 8, 2)
+                        else:
+                            if f['max_seqlen_k'] <= 768:
+                                if f['max_seqlen_k'] <= 192:
+                                    if f['programs'] <= 384:
+                                        return 'hand'
                                     else:
                                         return (128, 64, 8, 2)
-                        else:
-                            if f['max_seqlen_k'] <= 3072:
-                                if f['num_tokens'] <= 3075:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['group'] <= 6:
-                                            if f['max_seqlen_k'] <= 1536:
-                                                return (128, 64, 8, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            if f['num_tokens'] <= 771:
-                                                return (64, 64, 4, 3)
-                                            else:
+                                else:
+                                    if f['group'] <= 6:
+                                        if f['num_tokens'] <= 771:
+                                            if f['num_tokens'] <= 515:
                                                 return (128, 64, 8, 2)
-                                    else:
-                                        if f['max_seqlen_q'] <= 192:
-                                            return (64, 64, 4, 3)
+                                            else:
+                                                if f['programs'] <= 640:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return 'hand'
                                         else:
-                                            if f['programs'] <= 6144:
-                                                if f['num_seqs'] <= 5:
-                                                    if f['programs'] <= 768:
+                                            if f['programs'] <= 1536:
+                                                if f['group'] <= 2:
+                                                    if f['num_seqs'] <= 6:
                                                         return (128, 64, 8, 3)
                                                     else:
-                                                        if f['max_seqlen_q'] <= 1536:
-                                                            return (128, 64, 8, 3)
-                                                        else:
+                                                        if f['programs'] <= 384:
                                                             return (128, 64, 8, 2)
-                                                else:
-                                                    if f['programs'] <= 640:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 1280:
-                                                            if f['group'] <= 6:
-                                                                return 'hand'
-                                                            else:
-                                                                return (128, 64, 8, 3)
                                                         else:
                                                             return (128, 64, 8, 3)
+                                                else:
+                                                    return (128, 64, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                    else:
+                                        if f['programs'] <= 1536:
+                                            if f['num_tokens'] <= 771:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return 'hand'
+                                                else:
+                                                    return (128, 64, 8, 2)
                                             else:
                                                 return (128, 64, 8, 2)
-                                else:
-                                    if f['group'] <= 2:
-                                        if f['num_seqs'] <= 3:
-                                            return (128, 128, 8, 2)
                                         else:
-                                            if f['programs'] <= 192:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (128, 64, 8, 3)
-                                                else:
+                                            if f['num_tokens'] <= 2307:
+                                                return 'hand'
+                                            else:
+                                                return (128, 64, 8, 2)
+                            else:
+                                if f['max_seqlen_q'] <= 192:
+                                    if f['programs'] <= 384:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                else:
+                                    if f['max_seqlen_k'] <= 3072:
+                                        if f['num_tokens'] <= 3075:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['group'] <= 6:
                                                     if f['max_seqlen_k'] <= 1536:
                                                         return (128, 64, 8, 2)
                                                     else:
-                                                        return (128, 64, 8, 3)
-                                            else:
-                                                return (128, 64, 8, 3)
-                                    else:
-                                        if f['group'] <= 6:
-                                            return (128, 64, 8, 3)
-                                        else:
-                                            if f['num_seqs'] <= 12:
-                                                if f['programs'] <= 768:
-                                                    return (128, 64, 8, 2)
+                                                        return (64, 64, 4, 3)
                                                 else:
-                                                    if f['num_kv_heads'] <= 1:
+                                                    if f['max_seqlen_q'] <= 768:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 64, 8, 2)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    if f['num_seqs'] <= 5:
                                                         return (128, 64, 8, 3)
                                                     else:
-                                                        if f['num_tokens'] <= 6144:
-                                                            if f['max_seqlen_k'] <= 1536:
+                                                        if f['programs'] <= 640:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 768:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 1536:
+                                                            if f['num_tokens'] <= 1536:
+                                                                return (128, 64, 8, 2)
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                        else:
+                                                            return (128, 64, 8, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['num_seqs'] <= 3:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    if f['num_tokens'] <= 6144:
+                                                        if f['max_seqlen_k'] <= 1536:
+                                                            return (128, 64, 8, 2)
+                                                        else:
+                                                            if f['programs'] <= 384:
+                                                                return (128, 64, 8, 2)
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                    else:
+                                                        if f['programs'] <= 768:
+                                                            if f['num_seqs'] <= 6:
                                                                 return (128, 64, 8, 3)
                                                             else:
                                                                 return (128, 64, 8, 2)
                                                         else:
-                                                            return (128, 64, 8, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 1536:
-                                                    return (128, 64, 8, 3)
-                                                else:
-                                                    return (128, 64, 8, 2)
-                            else:
-                                if f['max_seqlen_k'] <= 81920:
-                                    if f['num_tokens'] <= 195:
-                                        return (64, 64, 4, 3)
+                                                            return (128, 64, 8, 3)
                                     else:
-                                        if f['num_seqs'] <= 6:
-                                            return (128, 64, 8, 3)
-                                        else:
-                                            if f['max_seqlen_q'] <= 1280:
-                                                if f['programs'] <= 1536:
-                                                    return (64, 64, 4, 3)
-                                                else:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            if f['num_tokens'] <= 1283:
+                                                if f['num_tokens'] <= 515:
                                                     return (128, 64, 8, 3)
-                                            else:
-                                                if f['programs'] <= 192:
-                                                    return (64, 64, 4, 3)
                                                 else:
-                                                    if f['num_tokens'] <= 17411:
-                                                        if f['num_kv_heads'] <= 5:
-                                                            if f['programs'] <= 1536:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return (128, 64, 8, 3)
+                                                    if f['group'] <= 6:
+                                                        if f['programs'] <= 640:
+                                                            return (64, 64, 4, 3)
                                                         else:
                                                             return (128, 64, 8, 3)
                                                     else:
                                                         return (128, 64, 8, 3)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                        else:
+                                            if f['group'] <= 2:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                    else:
+                        if f['num_kv_heads'] <= 5:
+                            if f['max_seqlen_k'] <= 320:
+                                if f['programs'] <= 384:
+                                    return 'hand'
                                 else:
-                                    if f['programs'] <= 768:
-                                        return (128, 64, 8, 3)
+                                    if f['block_size'] <= 40:
+                                        return (64, 128, 4, 2)
                                     else:
-                                        return (128, 128, 8, 2)
-                else:
-                    if f['programs'] <= 768:
-                        if f['max_seqlen_k'] <= 320:
-                            if f['programs'] <= 192:
-                                return 'hand'
+                                        return 'hand'
                             else:
-                                if f['group'] <= 2:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    if f['num_seqs'] <= 80:
-                                        if f['programs'] <= 384:
-                                            return 'hand'
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return 'hand'
+                                if f['programs'] <= 1536:
+                                    if f['programs'] <= 768:
+                                        return (64, 64, 4, 3)
                                     else:
-                                        if f['block_size'] <= 40:
-                                            return (128, 64, 8, 2)
-                                        else:
-                                            return (64, 64, 4, 2)
-                        else:
-                            if f['num_kv_heads'] <= 5:
-                                if f['num_seqs'] <= 80:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        if f['block_size'] <= 40:
-                                            if f['programs'] <= 192:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                        else:
-                                            if f['programs'] <= 384:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['max_seqlen_k'] <= 1280:
-                                                    return 'hand'
+                                        if f['max_seqlen_k'] <= 5120:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 3)
                                                 else:
-                                                    if f['num_tokens'] <= 447:
+                                                    if f['max_seqlen_k'] <= 1280:
                                                         return 'hand'
                                                     else:
                                                         return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 64, 4, 3)
-                            else:
-                                if f['max_seqlen_k'] <= 5120:
-                                    if f['block_size'] <= 40:
-                                        return (64, 64, 4, 2)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    return (64, 64, 4, 3)
-                    else:
-                        if f['num_seqs'] <= 80:
-                            if f['num_kv_heads'] <= 5:
-                                if f['programs'] <= 1536:
-                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                if f['num_tokens'] <= 1311:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 64, 8, 3)
                                 else:
                                     if f['group'] <= 6:
                                         if f['max_seqlen_k'] <= 5120:
-                                            if f['num_kv_heads'] <= 1:
+                                            if f['programs'] <= 3072:
                                                 return (64, 64, 4, 3)
                                             else:
-                                                return 'hand'
+                                                if f['block_size'] <= 40:
+                                                    return 'hand'
+                                                else:
+                                                    return (128, 64, 8, 3)
                                         else:
-                                            if f['programs'] <= 3072:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 64, 8, 3)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (128, 64, 8, 3)
+                                            return (128, 64, 8, 3)
                                     else:
                                         if f['max_seqlen_k'] <= 1280:
                                             return 'hand'
                                         else:
                                             return (128, 64, 8, 3)
-                            else:
-                                if f['programs'] <= 24576:
-                                    if f['group'] <= 2:
-                                        if f['programs'] <= 2560:
-                                            return (64, 64, 4, 3)
+                        else:
+                            if f['programs'] <= 24576:
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['programs'] <= 6144:
+                                        if f['max_seqlen_q'] <= 320:
+                                            if f['programs'] <= 640:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 1088:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return 'hand'
+                                            else:
+                                                return (64, 64, 4, 2)
+                                        else:
+                                            if f['programs'] <= 2560:
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_k'] <= 1280:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            return 'hand'
                                         else:
                                             return (64, 64, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 2)
                                 else:
+                                    if f['group'] <= 2:
+                                        if f['num_tokens'] <= 351:
+                                            if f['block_size'] <= 40:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                        else:
+                                            if f['max_seqlen_q'] <= 1280:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                    else:
+                                        if f['programs'] <= 6144:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['num_tokens'] <= 1311:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                            else:
+                                                return (128, 64, 8, 3)
+                            else:
+                                if f['max_seqlen_k'] <= 5120:
                                     if f['block_size'] <= 40:
                                         return (64, 64, 4, 2)
                                     else:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            return (128, 64, 8, 3)
-                        else:
-                            if f['num_kv_heads'] <= 1:
-                                if f['programs'] <= 12288:
+                                        return (128, 128, 8, 2)
+                                else:
+                                    return (128, 64, 8, 3)
+            else:
+                if f['programs'] <= 192:
+                    if f['max_seqlen_k'] <= 1088:
+                        return 'hand'
+                    else:
+                        return (64, 64, 4, 3)
+                else:
+                    if f['programs'] <= 768:
+                        if f['group'] <= 2:
+                            if f['max_seqlen_k'] <= 320:
+                                return (64, 64, 4, 2)
+                            else:
+                                if f['block_size'] <= 40:
                                     return (64, 64, 4, 2)
                                 else:
+                                    if f['num_tokens'] <= 447:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            return 'hand'
+                                        else:
+                                            return (128, 64, 8, 3)
+                                    else:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            return 'hand'
+                                        else:
+                                            return (64, 64, 4, 2)
+                        else:
+                            if f['max_seqlen_k'] <= 1088:
+                                if f['block_size'] <= 40:
+                                    return (128, 64, 8, 2)
+                                else:
+                                    return (64, 64, 4, 2)
+                            else:
+                                if f['block_size'] <= 40:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        return 'hand'
+                                    else:
+                                        return (128, 64, 8, 3)
+                    else:
+                        if f['num_kv_heads'] <= 1:
+                            if f['programs'] <= 12288:
+                                return (64, 64, 4, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 5120:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    return (128, 64, 8, 3)
+                        else:
+                            if f['programs'] <= 24576:
+                                return (64, 64, 4, 2)
+                            else:
+                                if f['num_kv_heads'] <= 5:
                                     if f['max_seqlen_k'] <= 5120:
                                         return (64, 64, 4, 2)
                                     else:
@@ -18515,15 +18845,6 @@ def prefill(f):
                                             return (64, 64, 4, 2)
                                         else:
                                             return (128, 64, 8, 3)
-                            else:
-                                if f['programs'] <= 1536:
-                                    if f['max_seqlen_q'] <= 320:
-                                        return (64, 64, 4, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
                                 else:
                                     return (64, 64, 4, 2)
         else:
@@ -18535,25 +18856,25 @@ def prefill(f):
                         if f['block_size'] <= 40:
                             return 'hand'
                         else:
-                            if f['num_kv_heads'] <= 5:
-                                if f['num_tokens'] <= 207:
-                                    if f['group'] <= 6:
+                            if f['group'] <= 2:
+                                return 'hand'
+                            else:
+                                if f['num_kv_heads'] <= 1:
+                                    return 'hand'
+                                else:
+                                    if f['num_kv_heads'] <= 5:
                                         return (128, 64, 8, 2)
                                     else:
                                         return 'hand'
-                                else:
-                                    return 'hand'
-                            else:
-                                return 'hand'
                 else:
                     if f['programs'] <= 768:
-                        if f['num_kv_heads'] <= 1:
+                        if f['num_tokens'] <= 147:
                             return (128, 64, 8, 2)
                         else:
-                            if f['num_seqs'] <= 20:
-                                return (128, 64, 8, 2)
-                            else:
+                            if f['num_seqs'] <= 80:
                                 return 'hand'
+                            else:
+                                return (128, 64, 8, 2)
                     else:
                         if f['num_kv_heads'] <= 5:
                             if f['group'] <= 6:
@@ -18565,35 +18886,17 @@ def prefill(f):
             else:
                 if f['max_seqlen_k'] <= 384:
                     if f['group'] <= 2:
-                        if f['block_size'] <= 40:
-                            if f['programs'] <= 96:
-                                return 'hand'
-                            else:
-                                return (128, 64, 8, 2)
+                        if f['programs'] <= 48:
+                            return 'hand'
                         else:
-                            if f['num_tokens'] <= 768:
-                                if f['programs'] <= 24:
+                            if f['block_size'] <= 40:
+                                if f['programs'] <= 96:
                                     return 'hand'
                                 else:
                                     return (128, 64, 8, 2)
                             else:
                                 return (128, 64, 8, 2)
                     else:
-                        if f['programs'] <= 12:
-                            if f['block_size'] <= 40:
-                                return 'hand'
-                            else:
-                                return (128, 64, 8, 2)
-                        else:
-                            if f['programs'] <= 24:
-                                if f['num_seqs'] <= 1:
-                                    return (128, 64, 8, 2)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return 'hand'
-                                    else:
-                                        return (128, 64, 8, 2)
-                            else:
-                                return (128, 64, 8, 2)
+                        return (128, 64, 8, 2)
                 else:
                     return (128, 64, 8, 2)
