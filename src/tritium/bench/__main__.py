@@ -3,11 +3,11 @@
 
 import argparse
 import importlib
-import json
 import sys
 
 from tritium.bench import SUITES
 from tritium.bench.args import Parser, UsageError, gpu_visible, no_gpu_reason, output_file, split_suite
+from tritium.bench.jsonio import save_json
 
 
 def main(argv=None) -> int:
@@ -28,8 +28,7 @@ def main(argv=None) -> int:
     except UsageError as e:  # raised before the suite does any work
         sub.error(str(e))
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+        save_json(result, args.out, indent=1)
         print(f"wrote {args.out}")
     return 0
 

@@ -17,7 +17,6 @@ fits, else the Triton kernel) and, where that is the Gluon kernel, the Triton ke
 """
 
 import itertools
-import json
 import math
 
 import torch
@@ -28,6 +27,7 @@ from tritium.attention import AttentionConfig, AttentionWorkspace, hopper, paged
 from tritium.bench.args import int_list, name_list, output_file
 from tritium.bench.common import (copy_bandwidth_tbs, graph_kernel_us, header, interleaved_ms, matmul_tflops,
                                   print_table, time_ms)
+from tritium.bench.jsonio import save_json
 
 NUM_Q_HEADS, NUM_KV_HEADS, HEAD_DIM = 32, 8, 128
 PREFILL_CASES = [(1, 4096), (1, 16384), (8, 2048), (4, 8192)]
@@ -266,8 +266,7 @@ def _selected(args, kind, batch, seq_len):
 
 def _save(result, path):
     if path:
-        with open(path, "w") as f:
-            json.dump(result, f, indent=1)
+        save_json(result, path, indent=1)
 
 
 def run(args) -> dict:

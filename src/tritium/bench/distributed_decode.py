@@ -45,6 +45,7 @@ from tritium.attention import AttentionWorkspace, paged_attention
 from tritium.bench.args import UsageError, int_list, integer, positive, ranks
 from tritium.bench.collectives import size_list
 from tritium.bench.common import copy_bandwidth_tbs, header, print_table, ranked_graph_us, ranked_us
+from tritium.bench.jsonio import save_json
 from tritium.fused.distributed_decode import MAX_SPLITS, DecodeConfig, select_decode_config
 from tritium.runtime import interpreting, num_sms
 
@@ -328,9 +329,7 @@ def _worker(rank: int, world: int, cfg: dict, path: str) -> None:
 
 
 def _save(path: str, result: dict) -> None:
-    with open(path + ".tmp", "w") as f:
-        json.dump(result, f)
-    os.replace(path + ".tmp", path)
+    save_json(result, path)
 
 
 def _ratio(a, b):

@@ -47,6 +47,7 @@ from tritium.bench.args import UsageError, integer, name_list
 from tritium.bench.common import copy_bandwidth_tbs, header, matmul_tflops, print_table
 from tritium.bench.engine_common import (SHAPES, Bench, batch1_step_ms, batch_throughput, check_shape, chrome_events,
                                          engine_generate, graph_launch_kernels, summarize_step, timed)
+from tritium.bench.jsonio import save_json
 from tritium.models.config import ModelConfig
 
 PARTS = ("decode", "prefill", "scaling")
@@ -323,8 +324,7 @@ def _pages(tokens: int) -> int:
 
 def _save(result: dict, path: str | None) -> None:
     if path:
-        with open(path, "w") as f:
-            json.dump(result, f, indent=1)
+        save_json(result, path, indent=1)
 
 
 def _ratio(a, b):

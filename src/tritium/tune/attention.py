@@ -46,6 +46,7 @@ from tritium.attention import AttentionWorkspace, paged_attention
 from tritium.attention.config import (DECODE, PREFILL, config_from_knobs, family, features,
                                       hand_rules)
 from tritium.attention.reference import paged_attention_ref
+from tritium.bench import jsonio
 from tritium.bench.args import Parser, integer, json_file, output_dir
 from tritium.bench.attention import DECODE_CASES, PREFILL_CASES
 from tritium.bench.common import header
@@ -531,11 +532,8 @@ def load_json(path: str, *keys: str, flag: str = ""):
 
 
 def save_json(data: dict, path: str) -> None:
-    """Write ``data`` to ``path`` whole or not at all (a temporary file renamed over it)."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=0)
-    os.replace(path + ".tmp", path)
+    """Write a tuning file (``jsonio.save_json``: whole or not at all), one value a line as committed."""
+    jsonio.save_json(data, path, indent=0)
 
 
 def gpu_slug(name: str) -> str:

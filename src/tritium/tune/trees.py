@@ -55,6 +55,7 @@ import numpy as np
 import torch
 
 from tritium.attention.config import DECODE, PREFILL, config_from_knobs, family, hand_rules, next_pow2, resource_key
+from tritium.bench.jsonio import save_json
 
 FAMILIES = (DECODE, PREFILL)
 FEATURES = ("num_seqs", "num_tokens", "max_seqlen_q", "max_seqlen_k", "head_dim", "group", "num_kv_heads",
@@ -702,6 +703,5 @@ def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None
     # Beside the sweep when the package's tree is written (what tests/tune checks the tree against);
     # beside the tree otherwise, so that an experiment's fit never overwrites the committed table.
     validation = (os.path.splitext(path)[0] if tree_dir is None else os.path.splitext(out_path)[0]) + ".validation.json"
-    with open(validation, "w") as f:
-        json.dump(result, f, indent=1)
+    save_json(result, validation, indent=1)
     return result
