@@ -320,16 +320,12 @@ def _worker(rank: int, world: int, cfg: dict, path: str) -> None:
                         print(f"    sweep best {key[:-3]}: {best[key]:.1f} us with tile {best['tile_n']}, stages "
                               f"{best['num_stages']}, splits {best['num_splits']} (default "
                               f"{row['default_config']})", flush=True)
-                    _save(path, result)  # a run cut short keeps the cases it measured
+                    save_json(result, path)  # a run cut short keeps the cases it measured
         result["complete"] = True
         if rank == 0:
-            _save(path, result)
+            save_json(result, path)
     finally:
         heap.close()
-
-
-def _save(path: str, result: dict) -> None:
-    save_json(result, path)
 
 
 def _ratio(a, b):

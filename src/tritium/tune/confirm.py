@@ -257,7 +257,6 @@ def carry(sweep_path: str, old_path: str, out_dir: str) -> tuple[str, int, int]:
         data["records"].append(dict(r, sweep_vs_best=row["vs_best"], sweep_vs_hand=row["vs_hand"]))
         have.add(r["name"])
         carried += 1
-    os.makedirs(out_dir, exist_ok=True)
     sweep_mod.save_json(data, path)
     return path, carried, sum(name not in have for name in rows)
 
