@@ -313,3 +313,35 @@ def test_preload_policy(monkeypatch):
         assert {arg(32, 2, 8), arg(64, 3, 1)} == {forced}
 
 
+
+
+@pytest.mark.parametrize("order", [1, 2], ids=["heaviest-first", "heaviest-first-heads-inner"])
+@pytest.mark.parametrize("shape,features", [
+    # Prompts of equal and unequal lengths, over context or not (a level holds blocks of several sequences, a
+    # sequence's lowest level lies just above another's), one with no new tokens.
+    pytest.param(Shape(q_lens=(40, 17, 0, 40, 5, 23), seq_lens=(60, 17, 5, 40, 50, 23), num_q_heads=8,
+                       num_kv_heads=2), "plain", id="prefill-B6"),
+    # Chunked prefill over context, decode rows (their level is their sequence's), 48-token pages.
+    pytest.param(Shape(q_lens=(33, 9, 1, 1, 20), seq_lens=(33, 70, 1, 129, 90), block_size=48), "window20+softcap",
+                 id="mixed-B5"),
+    # One long prompt, GQA 3 (partial Q blocks), sinks and ALiBi.
+    pytest.param(Shape(q_lens=(67,), seq_lens=(100,), num_q_heads=3, num_kv_heads=1), "alibi+sinks", id="B1-G3"),
+])
+def test_heaviest_first_order(shape, features, order, monkeypatch):
+    """Q blocks handed out heaviest first across the batch (launcher.ORDER 1, 2): every block is computed
+    once, by the same arithmetic, whatever the order: the same bits as slot order (ORDER 0), small Q blocks
+    (many levels) and the 16-sequence vector (MAX_SEQS) included."""
+    from tritium.attention import launcher
+
+    batch = shape.batch(torch.float16)
+    kwargs = feature_kwargs(features, shape.num_q_heads)
+    group = shape.num_q_heads // shape.num_kv_heads
+    config = AttentionConfig(block_m=16, block_q=max(1, 16 // group), tile_n=16, num_splits=1, num_warps=2,
+                             num_stages=2)
+    base = run_and_check(batch, TOL[torch.float16], config=config, **kwargs).clone()
+    monkeypatch.setattr(launcher, "ORDER", order)
+    monkeypatch.setattr(launcher, "ORDER_MAX_SEQS", 16)
+    assert torch.equal(run_and_check(batch, TOL[torch.float16], config=config, **kwargs), base)
+    # More sequences than the vector holds: slot order.
+    monkeypatch.setattr(launcher, "ORDER_MAX_SEQS", len(shape.q_lens) - 1)
+    assert torch.equal(run_and_check(batch, TOL[torch.float16], config=config, **kwargs), base)

@@ -82,6 +82,67 @@ def _q_block_of(seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_k
 
 
 @triton.jit
+def _heaviest_first(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, pid_q, pid_head,
+                    BLOCK_Q: tl.constexpr, ORDER: tl.constexpr, MAX_SEQS: tl.constexpr):
+    """The Q block a causal, unsplit program takes when blocks are handed out heaviest first across the
+    whole batch: (q_slot, kv_head, empty, ok).
+
+    A Q block's work grows with the keys it sees, so each gets a *level*: its sequence's top level
+    ceil(seq_len / BLOCK_Q) for its last block, one less for each block before it (a sequence's blocks
+    hold consecutive levels). Programs take levels from the highest down, the sequences of one level
+    in order; ORDER 1 within each KV head (grid order: the head is the slow index, as in slot order),
+    ORDER 2 with the KV heads innermost (program p takes head p % H of position p // H). Slot order
+    (ORDER 0, REVERSE) hands out one sequence's blocks after another, so a batch of several long
+    prompts (or heads) ends in a tail of short blocks: the imbalance grows with the waves.
+
+    Position j -> level: a binary search over v of G(v), the blocks at level >= v (a clamped sum over
+    the sequences, all in one vector of MAX_SEQS), ~log2(levels) steps; then the sequence among those
+    holding a block at that level, by a prefix count. ``empty``: j is past the batch's blocks (the
+    grid's spare slots). ``ok`` is false where cu_seqlens_q is not consistent (entry 0 not 0, a
+    decrease, the last not num_tokens): the caller then takes slot order, whose checks NaN the rows.
+    The host passes ORDER > 0 only for num_seqs <= MAX_SEQS."""
+    offs = tl.arange(0, MAX_SEQS)
+    live = offs < num_seqs
+    cu_lo = tl.load(cu_seqlens_q_ptr + offs, mask=live, other=0)
+    cu_hi = tl.load(cu_seqlens_q_ptr + offs + 1, mask=live, other=0)
+    seq_lens = tl.load(seq_lens_ptr + offs, mask=live, other=0)
+    q_lens = cu_hi - cu_lo
+    first = tl.load(cu_seqlens_q_ptr)
+    last = tl.load(cu_seqlens_q_ptr + num_seqs)
+    ok = (first == 0) & (last == num_tokens) & (tl.min(q_lens, 0) >= 0)
+    blocks = tl.where(live & (q_lens > 0), (q_lens + BLOCK_Q - 1) // BLOCK_Q, 0)
+    top = tl.maximum((tl.maximum(seq_lens, 0) + BLOCK_Q - 1) // BLOCK_Q, blocks)
+    if ORDER == 2:
+        num_heads = tl.num_programs(1)
+        flat = pid_head * tl.num_programs(0) + pid_q  # launch order of the (slot, head) grid
+        j = flat // num_heads
+        kv_head = flat % num_heads
+    else:
+        j = pid_q
+        kv_head = pid_head
+    total = tl.sum(blocks, 0)
+    empty = j >= total
+    # G(lo) > j >= G(hi): the level holding position j lies in [lo, hi)
+    lo = tl.full([], 1, tl.int32)
+    hi = tl.max(top, 0) + 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        at_least = tl.sum(tl.minimum(tl.maximum(top - mid + 1, 0), blocks), 0)
+        take = at_least > j
+        lo = tl.where(take, mid, lo)
+        hi = tl.where(take, hi, mid)
+    above = tl.sum(tl.minimum(tl.maximum(top - lo, 0), blocks), 0)  # G(lo + 1): blocks before this level
+    holds = (blocks > 0) & (top - blocks + 1 <= lo) & (lo <= top)
+    seq = tl.sum((tl.cumsum(holds.to(tl.int32), 0) <= j - above).to(tl.int32), 0)
+    seq = tl.minimum(seq, tl.maximum(num_seqs - 1, 0))
+    seq_blocks = tl.sum(tl.where(offs == seq, blocks, 0), 0)
+    seq_top = tl.sum(tl.where(offs == seq, top, 0), 0)
+    seq_start = tl.sum(tl.where(offs == seq, cu_lo, 0), 0)
+    q_slot = seq_start // BLOCK_Q + seq + seq_blocks - 1 - (seq_top - lo)
+    return q_slot, kv_head, empty, ok
+
+
+@triton.jit
 def _softcap(x, cap):
     # cap * tanh(x / cap), with tanh(y) = 2 * sigmoid(2y) - 1 (no libdevice: also runs in the interpreter)
     return cap * (2.0 * tl.sigmoid(2.0 * x / cap) - 1.0)
@@ -345,7 +406,7 @@ def _paged_attention_kernel(
     HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
     REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
     HAS_Q_START: tl.constexpr = False, WRITE_LSE: tl.constexpr = False, PRELOAD: tl.constexpr = 1,
-    GROUP_TILES: tl.constexpr = 0,
+    GROUP_TILES: tl.constexpr = 0, ORDER: tl.constexpr = 0, MAX_SEQS: tl.constexpr = 256,
 ):
     """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, num_splits). Programs whose slot holds no
     Q block exit at once. With IS_SPLIT each program covers 1/num_splits of its KV tiles and writes a
@@ -388,6 +449,16 @@ def _paged_attention_kernel(
         q_slot = tl.num_programs(0) - 1 - q_slot
     kv_head = tl.program_id(1)
     split = tl.program_id(2)
+    if ORDER != 0:  # heaviest Q blocks of the whole batch first (see _heaviest_first)
+        lpt_slot, lpt_head, lpt_empty, lpt_ok = _heaviest_first(
+            cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, tl.program_id(0), tl.program_id(1), BLOCK_Q,
+            ORDER, MAX_SEQS)
+        if lpt_ok & lpt_empty:
+            if USE_PDL:
+                tl.extra.cuda.gdc_wait()
+            return
+        q_slot = tl.where(lpt_ok, lpt_slot, q_slot)
+        kv_head = tl.where(lpt_ok, lpt_head, kv_head)
 
     # Impossible metadata (see above): scalar checks, once per program (_locate_q_block). Cost per program:
     # a few more scalar loads of cu_seqlens_q (the cache lines the search already read) and ~20 scalar

@@ -22,6 +22,11 @@ MERGE_PARALLEL_LOADS = True
 # first key tile before its PDL wait where that was measured to pay; 0 never; 2 wherever the kernel can, PDL or not
 # (tests run the path under the interpreter).
 PRELOAD_FIRST_TILE = 1
+# Which Q block a causal, unsplit program takes (the kernel's ORDER, see _heaviest_first): 0 slot order (each
+# sequence's blocks last first, one sequence and KV head after another), 1 heaviest first across the batch within
+# each KV head, 2 heaviest first with the KV heads innermost. Batches of more than ORDER_MAX_SEQS sequences take 0.
+ORDER = 0
+ORDER_MAX_SEQS = 256
 
 Q_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # fp8 e4m3 caches (OCP float8_e4m3fn). AMD MI300's float8_e4m3fnuz is not accepted yet: neither the
@@ -462,6 +467,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
                 PRELOAD=0 if config.group_tiles else preload_arg(config, splits), GROUP_TILES=config.group_tiles,
+                ORDER=ORDER if causal and splits == 1 and num_seqs <= ORDER_MAX_SEQS else 0, MAX_SEQS=ORDER_MAX_SEQS,
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
                 **register_cap(config, q.device),
             )
