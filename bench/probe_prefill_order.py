@@ -8,11 +8,12 @@ below, the hand rules, the tree's pick and the sweep's three fastest Triton cand
 three orders, timed as the sweep times them (``time_calls``: graphs of >= 8 calls), in interleaved rounds.
 The orders must give the same bits (the arithmetic of a block does not depend on when it runs).
 
-    PYTHONPATH=src python bench/probe_prefill_order.py OUT.json [rounds] [name-regex]
+    PYTHONPATH=src [PROBE_ORDERS=0,1] python bench/probe_prefill_order.py OUT.json [rounds] [name-regex]
 """
 
 import dataclasses
 import json
+import os
 import re
 import sys
 import time
@@ -25,7 +26,7 @@ from tritium.runtime import num_sms
 from tritium.tune.attention import Workload, _calls, build_inputs, gpu_slug, time_calls
 from tritium.tune.trees import HAND
 
-ORDERS = (0, 1, 2)
+ORDERS = tuple(int(o) for o in os.environ.get("PROBE_ORDERS", "0,1,2").split(","))
 # The two slow held-out picks (twins: 512 programs of 4k-token prompts), their neighbours in programs and
 # prompt length, D=128 prefill on the Triton kernel, and mixed batches.
 NAMES = [
@@ -33,18 +34,20 @@ NAMES = [
     "prefill-B4-P4x4096-L4096-D64-G4-K1-bs64-bf16",
     "prefill-B4-P4x4096-L4096-D64-G4-K2-bs64-bf16",
     "prefill-B8-P8x4096-L4096-D64-G4-K2-bs16-bf16",
-    "prefill-B1-P1x4096-L4096-D64-G4-K2-bs64-bf16",
     "prefill-B2-P2x8192-L8192-D64-G4-K1-bs64-bf16",
     "prefill-B2-P2x8192-L8192-D64-G4-K8-bs16-bf16",
-    "prefill-B1-P1x8192-L8192-D64-G4-K8-bs16-bf16",
     "prefill-B4-P4x4096-L4096-D64-G4-K8-bs64-fp8",
-    "prefill-B1-P1x4096-L4096-D128-G4-K8-bs16-bf16",
     "prefill-B8-P8x2048-L2048-D128-G4-K8-bs16-bf16",
     "prefill-B4-P4x8192-L8192-D128-G4-K8-bs16-bf16",
     "prefill-B16-P16x512-L512-D128-G4-K1-bs64-bf16",
     "prefill-B2-P2x1024-L1024-D128-G4-K1-bs64-bf16",
     "mixed-B128-P1x128-L2048-D128-G4-K2-bs64-bf16",
     "mixed-B32-P1x2048-L2048-D128-G8-K2-bs16-bf16",
+    "prefill-B16-P16x256-L256-D128-G4-K1-bs64-bf16",
+    "prefill-B8-P8x1024-L1024-D128-G1-K1-bs16-bf16",
+    "prefill-B4-P4x512-L512-D128-G4-K8-bs64-bf16",
+    "mixed-B8-P1x512-L8192-D128-G8-K1-bs64-bf16",
+    "mixed-B128-P1x2048-L8192-D128-G4-K1-bs16-bf16",
 ]
 
 

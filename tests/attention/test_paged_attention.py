@@ -324,13 +324,14 @@ def test_preload_policy(monkeypatch):
     # Chunked prefill over context, decode rows (their level is their sequence's), 48-token pages.
     pytest.param(Shape(q_lens=(33, 9, 1, 1, 20), seq_lens=(33, 70, 1, 129, 90), block_size=48), "window20+softcap",
                  id="mixed-B5"),
-    # One long prompt, GQA 3 (partial Q blocks), sinks and ALiBi.
-    pytest.param(Shape(q_lens=(67,), seq_lens=(100,), num_q_heads=3, num_kv_heads=1), "alibi+sinks", id="B1-G3"),
+    # Two prompts, GQA 3 (partial Q blocks), sinks and ALiBi.
+    pytest.param(Shape(q_lens=(67, 30), seq_lens=(100, 30), num_q_heads=3, num_kv_heads=1), "alibi+sinks",
+                 id="B2-G3"),
 ])
 def test_heaviest_first_order(shape, features, order, monkeypatch):
     """Q blocks handed out heaviest first across the batch (launcher.ORDER 1, 2): every block is computed
     once, by the same arithmetic, whatever the order: the same bits as slot order (ORDER 0), small Q blocks
-    (many levels) and the 16-sequence vector (MAX_SEQS) included."""
+    (many levels: several rounds of the search) and the 16-sequence vector (MAX_SEQS) included."""
     from tritium.attention import launcher
 
     batch = shape.batch(torch.float16)

@@ -45,23 +45,15 @@ def _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q: tl.constexpr):
 
 
 @triton.jit
-def _locate_q_block(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot,
-                    BLOCK_Q: tl.constexpr, HAS_Q_START: tl.constexpr):
-    """The Q block of slot ``q_slot`` and its sequence's checks: (seq, q_start, q_end, seq_len, bad,
-    row_start, row_end, block_row). ``bad``: the sequence's metadata is impossible (the neighbours'
-    cu_seqlens_q entries catch a range that overlaps another sequence's; without HAS_Q_START, seq_len
-    shorter than the query). Rows [row_start, row_end) of q/out are what the sequence's Q blocks cover (the
-    first sequence's start at 0, as _find_seq counts them; the last's end at num_tokens), equal to
-    [q_start, q_end) when consistent; ``block_row`` is this Q block's first row (>= row_end: no rows)."""
-    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q)
-    return _q_block_of(seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q,
-                       HAS_Q_START)
-
-
-@triton.jit
 def _q_block_of(seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot,
                 BLOCK_Q: tl.constexpr, HAS_Q_START: tl.constexpr):
-    """``_locate_q_block`` once the sequence is known (the Gluon kernel finds it its own way)."""
+    """The Q block of slot ``q_slot`` of sequence ``seq`` (``_find_seq``'s, or ``_heaviest_first``'s; the Gluon
+    kernel finds it its own way) and its sequence's checks: (seq, q_start, q_end, seq_len, bad, row_start,
+    row_end, block_row). ``bad``: the sequence's metadata is impossible (the neighbours' cu_seqlens_q entries
+    catch a range that overlaps another sequence's; without HAS_Q_START, seq_len shorter than the query).
+    Rows [row_start, row_end) of q/out are what the sequence's Q blocks cover (the first sequence's start at
+    0, as _find_seq counts them; the last's end at num_tokens), equal to [q_start, q_end) when consistent;
+    ``block_row`` is this Q block's first row (>= row_end: no rows)."""
     q_start = tl.load(cu_seqlens_q_ptr + seq)
     q_end = tl.load(cu_seqlens_q_ptr + seq + 1)
     seq_len = tl.load(seq_lens_ptr + seq)
@@ -82,25 +74,28 @@ def _q_block_of(seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_k
 
 
 @triton.jit
-def _heaviest_first(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, pid_q, pid_head,
+def _heaviest_first(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, pid_q, pid_head,
                     BLOCK_Q: tl.constexpr, ORDER: tl.constexpr, MAX_SEQS: tl.constexpr):
     """The Q block a causal, unsplit program takes when blocks are handed out heaviest first across the
-    whole batch: (q_slot, kv_head, empty, ok).
+    whole batch: (seq, q_slot, kv_head, empty, ok).
 
     A Q block's work grows with the keys it sees, so each gets a *level*: its sequence's top level
-    ceil(seq_len / BLOCK_Q) for its last block, one less for each block before it (a sequence's blocks
+    ceil(seq_len / BLOCK_Q) (seq_len clamped to [0, max_kv_len]) for its last block, one less for each block before it (a sequence's blocks
     hold consecutive levels). Programs take levels from the highest down, the sequences of one level
     in order; ORDER 1 within each KV head (grid order: the head is the slow index, as in slot order),
     ORDER 2 with the KV heads innermost (program p takes head p % H of position p // H). Slot order
     (ORDER 0, REVERSE) hands out one sequence's blocks after another, so a batch of several long
-    prompts (or heads) ends in a tail of short blocks: the imbalance grows with the waves.
+    prompts ends its last wave in short blocks.
 
-    Position j -> level: a binary search over v of G(v), the blocks at level >= v (a clamped sum over
-    the sequences, all in one vector of MAX_SEQS), ~log2(levels) steps; then the sequence among those
-    holding a block at that level, by a prefix count. ``empty``: j is past the batch's blocks (the
-    grid's spare slots). ``ok`` is false where cu_seqlens_q is not consistent (entry 0 not 0, a
-    decrease, the last not num_tokens): the caller then takes slot order, whose checks NaN the rows.
-    The host passes ORDER > 0 only for num_seqs <= MAX_SEQS."""
+    Position j -> level: the highest v with G(v) > j, G(v) = the blocks at level >= v (a clamped sum over
+    the sequences, all in one vector of MAX_SEQS), by a SEARCH-way search (G at SEARCH levels at once: one
+    reduction a round, ~log(levels) / log(SEARCH) rounds); then the sequence among those holding a block at
+    that level, by a prefix count. Every program runs this before its key loop, so it is kept to a few
+    reductions (bench/NOTES.md, "Paged attention": ~2 us a program with a binary search). ``empty``: j is
+    past the batch's blocks (the grid's spare slots). ``ok`` is false where cu_seqlens_q is not consistent
+    (entry 0 not 0, a decrease, the last not num_tokens): the caller then takes slot order, whose checks
+    NaN the rows. The host passes ORDER > 0 only for 2 <= num_seqs <= MAX_SEQS."""
+    SEARCH: tl.constexpr = 16
     offs = tl.arange(0, MAX_SEQS)
     live = offs < num_seqs
     cu_lo = tl.load(cu_seqlens_q_ptr + offs, mask=live, other=0)
@@ -111,7 +106,7 @@ def _heaviest_first(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, pid_q,
     last = tl.load(cu_seqlens_q_ptr + num_seqs)
     ok = (first == 0) & (last == num_tokens) & (tl.min(q_lens, 0) >= 0)
     blocks = tl.where(live & (q_lens > 0), (q_lens + BLOCK_Q - 1) // BLOCK_Q, 0)
-    top = tl.maximum((tl.maximum(seq_lens, 0) + BLOCK_Q - 1) // BLOCK_Q, blocks)
+    top = tl.maximum((tl.minimum(tl.maximum(seq_lens, 0), max_kv_len) + BLOCK_Q - 1) // BLOCK_Q, blocks)
     if ORDER == 2:
         num_heads = tl.num_programs(1)
         flat = pid_head * tl.num_programs(0) + pid_q  # launch order of the (slot, head) grid
@@ -120,26 +115,33 @@ def _heaviest_first(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, pid_q,
     else:
         j = pid_q
         kv_head = pid_head
-    total = tl.sum(blocks, 0)
-    empty = j >= total
-    # G(lo) > j >= G(hi): the level holding position j lies in [lo, hi)
+    # G(lo) > j >= G(hi) = g_hi: the level of position j lies in [lo, hi). Past the last block (empty), the
+    # search ends at once (G(1) is every block).
     lo = tl.full([], 1, tl.int32)
     hi = tl.max(top, 0) + 1
+    g_hi = tl.full([], 0, tl.int32)
+    ways = tl.arange(0, SEARCH)
     while hi - lo > 1:
-        mid = (lo + hi) // 2
-        at_least = tl.sum(tl.minimum(tl.maximum(top - mid + 1, 0), blocks), 0)
-        take = at_least > j
-        lo = tl.where(take, mid, lo)
-        hi = tl.where(take, hi, mid)
-    above = tl.sum(tl.minimum(tl.maximum(top - lo, 0), blocks), 0)  # G(lo + 1): blocks before this level
+        step = (hi - lo + SEARCH - 1) // SEARCH
+        cand = lo + step * ways  # cand[0] = lo
+        g = tl.sum(tl.minimum(tl.maximum(top[None, :] - cand[:, None] + 1, 0), blocks[None, :]), 1)
+        inside = cand < hi
+        above = inside & (g > j)
+        new_lo = tl.max(tl.where(above, cand, lo), 0)
+        new_hi = tl.min(tl.where(inside & ~above, cand, hi), 0)
+        g_hi = tl.where(new_hi < hi, tl.max(tl.where(cand == new_hi, g, 0), 0), g_hi)
+        lo = new_lo
+        hi = new_hi
+    empty = j >= tl.sum(blocks, 0)
     holds = (blocks > 0) & (top - blocks + 1 <= lo) & (lo <= top)
-    seq = tl.sum((tl.cumsum(holds.to(tl.int32), 0) <= j - above).to(tl.int32), 0)
+    seq = tl.sum((tl.cumsum(holds.to(tl.int32), 0) <= j - g_hi).to(tl.int32), 0)
     seq = tl.minimum(seq, tl.maximum(num_seqs - 1, 0))
-    seq_blocks = tl.sum(tl.where(offs == seq, blocks, 0), 0)
-    seq_top = tl.sum(tl.where(offs == seq, top, 0), 0)
-    seq_start = tl.sum(tl.where(offs == seq, cu_lo, 0), 0)
+    seq_start = tl.load(cu_seqlens_q_ptr + seq)
+    seq_blocks = (tl.load(cu_seqlens_q_ptr + seq + 1) - seq_start + BLOCK_Q - 1) // BLOCK_Q
+    seq_len = tl.minimum(tl.maximum(tl.load(seq_lens_ptr + seq), 0), max_kv_len)
+    seq_top = tl.maximum((seq_len + BLOCK_Q - 1) // BLOCK_Q, seq_blocks)
     q_slot = seq_start // BLOCK_Q + seq + seq_blocks - 1 - (seq_top - lo)
-    return q_slot, kv_head, empty, ok
+    return seq, q_slot, kv_head, empty, ok
 
 
 @triton.jit
@@ -449,24 +451,28 @@ def _paged_attention_kernel(
         q_slot = tl.num_programs(0) - 1 - q_slot
     kv_head = tl.program_id(1)
     split = tl.program_id(2)
-    if ORDER != 0:  # heaviest Q blocks of the whole batch first (see _heaviest_first)
-        lpt_slot, lpt_head, lpt_empty, lpt_ok = _heaviest_first(
-            cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, tl.program_id(0), tl.program_id(1), BLOCK_Q,
-            ORDER, MAX_SEQS)
-        if lpt_ok & lpt_empty:
-            if USE_PDL:
-                tl.extra.cuda.gdc_wait()
-            return
-        q_slot = tl.where(lpt_ok, lpt_slot, q_slot)
-        kv_head = tl.where(lpt_ok, lpt_head, kv_head)
 
-    # Impossible metadata (see above): scalar checks, once per program (_locate_q_block). Cost per program:
+    # Impossible metadata (see above): scalar checks, once per program (_q_block_of). Cost per program:
     # a few more scalar loads of cu_seqlens_q (the cache lines the search already read) and ~20 scalar
     # integer ops, all before the PDL wait; one more [BLOCK_M] compare in row_valid; in the epilogue one
     # [BLOCK_M] select; the page ids the program reads are checked in one pass before the key loop
     # (_pages_out_of_range), so the key loop is unchanged.
-    seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _locate_q_block(
-        cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, HAS_Q_START)
+    if ORDER != 0:  # heaviest Q blocks of the whole batch first (see _heaviest_first)
+        seq, lpt_slot, lpt_head, lpt_empty, lpt_ok = _heaviest_first(
+            cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, tl.program_id(0), tl.program_id(1),
+            BLOCK_Q, ORDER, MAX_SEQS)
+        if lpt_ok & lpt_empty:
+            if USE_PDL:
+                tl.extra.cuda.gdc_wait()
+            return
+        if not lpt_ok:
+            seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q)
+        q_slot = tl.where(lpt_ok, lpt_slot, q_slot)
+        kv_head = tl.where(lpt_ok, lpt_head, kv_head)
+    else:
+        seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q)
+    seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _q_block_of(
+        seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, HAS_Q_START)
     q_len = q_end - q_start
     if block_row >= row_end:
         if USE_PDL:
