@@ -88,14 +88,12 @@ def _heaviest_first(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv
     prompts ends its last wave in short blocks.
 
     Position j -> level: the highest v with G(v) > j, G(v) = the blocks at level >= v (a clamped sum over
-    the sequences, all in one vector of MAX_SEQS), by a SEARCH-way search (G at SEARCH levels at once: one
-    reduction a round, ~log(levels) / log(SEARCH) rounds); then the sequence among those holding a block at
-    that level, by a prefix count. Every program runs this before its key loop, so it is kept to a few
-    reductions (bench/NOTES.md, "Paged attention": ~2 us a program with a binary search). ``empty``: j is
+    the sequences, all in one vector of MAX_SEQS), by a binary search (~log2(levels) reductions); then the
+    sequence among those holding a block at that level, by a prefix count. Every program runs this before its
+    key loop: ~1-2 us on the H100 (bench/NOTES.md, "Paged attention"). ``empty``: j is
     past the batch's blocks (the grid's spare slots). ``ok`` is false where cu_seqlens_q is not consistent
     (entry 0 not 0, a decrease, the last not num_tokens): the caller then takes slot order, whose checks
     NaN the rows. The host passes ORDER > 0 only for 2 <= num_seqs <= MAX_SEQS."""
-    SEARCH: tl.constexpr = 16
     offs = tl.arange(0, MAX_SEQS)
     live = offs < num_seqs
     cu_lo = tl.load(cu_seqlens_q_ptr + offs, mask=live, other=0)
@@ -115,31 +113,26 @@ def _heaviest_first(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv
     else:
         j = pid_q
         kv_head = pid_head
-    # G(lo) > j >= G(hi) = g_hi: the level of position j lies in [lo, hi). Past the last block (empty), the
-    # search ends at once (G(1) is every block).
+    # G(lo) > j >= G(hi): the level of position j lies in [lo, hi); a binary search. NOTE: a 16-way search
+    # (G at 16 levels a round, a [16, MAX_SEQS] tensor) took the registers of two programs an SM from the key
+    # loop: 1.2x slower on the H100 (bench/NOTES.md, "Paged attention").
+    total = tl.sum(blocks, 0)
+    empty = j >= total
     lo = tl.full([], 1, tl.int32)
     hi = tl.max(top, 0) + 1
-    g_hi = tl.full([], 0, tl.int32)
-    ways = tl.arange(0, SEARCH)
     while hi - lo > 1:
-        step = (hi - lo + SEARCH - 1) // SEARCH
-        cand = lo + step * ways  # cand[0] = lo
-        g = tl.sum(tl.minimum(tl.maximum(top[None, :] - cand[:, None] + 1, 0), blocks[None, :]), 1)
-        inside = cand < hi
-        above = inside & (g > j)
-        new_lo = tl.max(tl.where(above, cand, lo), 0)
-        new_hi = tl.min(tl.where(inside & ~above, cand, hi), 0)
-        g_hi = tl.where(new_hi < hi, tl.max(tl.where(cand == new_hi, g, 0), 0), g_hi)
-        lo = new_lo
-        hi = new_hi
-    empty = j >= tl.sum(blocks, 0)
+        mid = (lo + hi) // 2
+        take = tl.sum(tl.minimum(tl.maximum(top - mid + 1, 0), blocks), 0) > j
+        lo = tl.where(take, mid, lo)
+        hi = tl.where(take, hi, mid)
+    above = tl.sum(tl.minimum(tl.maximum(top - lo, 0), blocks), 0)  # G(lo + 1): blocks before this level
     holds = (blocks > 0) & (top - blocks + 1 <= lo) & (lo <= top)
-    seq = tl.sum((tl.cumsum(holds.to(tl.int32), 0) <= j - g_hi).to(tl.int32), 0)
+    seq = tl.sum((tl.cumsum(holds.to(tl.int32), 0) <= j - above).to(tl.int32), 0)
     seq = tl.minimum(seq, tl.maximum(num_seqs - 1, 0))
-    seq_start = tl.load(cu_seqlens_q_ptr + seq)
-    seq_blocks = (tl.load(cu_seqlens_q_ptr + seq + 1) - seq_start + BLOCK_Q - 1) // BLOCK_Q
-    seq_len = tl.minimum(tl.maximum(tl.load(seq_lens_ptr + seq), 0), max_kv_len)
-    seq_top = tl.maximum((seq_len + BLOCK_Q - 1) // BLOCK_Q, seq_blocks)
+    mine = offs == seq
+    seq_blocks = tl.sum(tl.where(mine, blocks, 0), 0)
+    seq_top = tl.sum(tl.where(mine, top, 0), 0)
+    seq_start = tl.sum(tl.where(mine, cu_lo, 0), 0)
     q_slot = seq_start // BLOCK_Q + seq + seq_blocks - 1 - (seq_top - lo)
     return seq, q_slot, kv_head, empty, ok
 
