@@ -80,12 +80,12 @@ def _heaviest_first(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv
     whole batch: (seq, q_slot, kv_head, empty, ok).
 
     A Q block's work grows with the keys it sees, so each gets a *level*: its sequence's top level
-    ceil(seq_len / BLOCK_Q) (seq_len clamped to [0, max_kv_len]) for its last block, one less for each block before it (a sequence's blocks
-    hold consecutive levels). Programs take levels from the highest down, the sequences of one level
-    in order; ORDER 1 within each KV head (grid order: the head is the slow index, as in slot order),
-    ORDER 2 with the KV heads innermost (program p takes head p % H of position p // H). Slot order
-    (ORDER 0, REVERSE) hands out one sequence's blocks after another, so a batch of several long
-    prompts ends its last wave in short blocks.
+    ceil(seq_len / BLOCK_Q) (seq_len clamped to [0, max_kv_len]) for its last block, one less for each
+    block before it (a sequence's blocks hold consecutive levels). Programs take levels from the highest
+    down, the sequences of one level in order; ORDER 1 within each KV head (grid order: the head is the
+    slow index, as in slot order), ORDER 2 with the KV heads innermost (program p takes head p % H of
+    position p // H). Slot order (ORDER 0, REVERSE) hands out one sequence's blocks after another, so a
+    batch of several long prompts ends its last wave in short blocks.
 
     Position j -> level: the highest v with G(v) > j, G(v) = the blocks at level >= v (a clamped sum over
     the sequences, all in one vector of MAX_SEQS), by a binary search (~log2(levels) reductions); then the

@@ -25,7 +25,9 @@ PRELOAD_FIRST_TILE = 1
 # Which Q block a causal, unsplit program takes (the kernel's ORDER, see _heaviest_first): 0 slot order (each
 # sequence's blocks last first, one sequence and KV head after another), 1 heaviest first across the batch within
 # each KV head, 2 heaviest first with the KV heads innermost. Batches of one sequence (1 is 0 there) or more than
-# ORDER_MAX_SEQS sequences take 0.
+# ORDER_MAX_SEQS sequences take 0. NOTE: 0 by default: on the H100 (bench/NOTES.md, "Paged attention", stop 102)
+# 1 runs a few long prompts up to 14% faster (2 x 4k tokens: 0.921 -> 0.793x the hand rules' time) but balanced
+# batches 3-6% slower (the per-program search, ~2 us, before the key loop).
 ORDER = 0
 ORDER_MAX_SEQS = 256
 
@@ -468,7 +470,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
                 PRELOAD=0 if config.group_tiles else preload_arg(config, splits), GROUP_TILES=config.group_tiles,
-                ORDER=ORDER if causal and splits == 1 and 2 <= num_seqs <= ORDER_MAX_SEQS else 0, MAX_SEQS=ORDER_MAX_SEQS,
+                ORDER=ORDER if causal and splits == 1 and 2 <= num_seqs <= ORDER_MAX_SEQS else 0,
+                MAX_SEQS=ORDER_MAX_SEQS,
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
                 **register_cap(config, q.device),
             )
