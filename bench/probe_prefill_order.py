@@ -112,7 +112,6 @@ def main() -> None:
         configs = configs_for(rec, w, sms, device)
         row = dict(name=name, configs={k: dataclasses.astuple(c) for k, c in configs.items()}, ms={},
                    sweep_ms={k: rec["times_ms"].get(k) for k in configs} if rec else None, same_bits={})
-        outs = {}
         for key, cfg in configs.items():  # compile every variant, check the bits
             ref = None
             for order in ORDERS:
@@ -130,7 +129,6 @@ def main() -> None:
                     row["same_bits"][f"{key}/o{order}"] = same
                     if not same:
                         print(f"{name} {key} order {order}: output differs from order 0", flush=True)
-            outs[key] = ref
         times = {(k, o): [] for k in configs for o in ORDERS}
         keys = list(times)
         for r in range(rounds):

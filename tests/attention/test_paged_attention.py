@@ -313,8 +313,6 @@ def test_preload_policy(monkeypatch):
         assert {arg(32, 2, 8), arg(64, 3, 1)} == {forced}
 
 
-
-
 @pytest.mark.parametrize("order", [1, 2], ids=["heaviest-first", "heaviest-first-heads-inner"])
 @pytest.mark.parametrize("shape,features", [
     # Prompts of equal and unequal lengths, over context or not (a level holds blocks of several sequences, a
