@@ -4,15 +4,16 @@ tensors: the sequence it concerns gets NaN rows, the other sequences stay exact.
 Each case runs in a child process, so a kernel that reads or writes out of bounds fails its test
 (a segfault under the interpreter, an illegal address on a GPU) instead of killing pytest. The child
 poisons the output (NaN), surrounds it with guard rows, gives the split-KV workspace rows past
-num_tokens that must stay untouched, and fills the workspace and the caches (between finite guard pages) with finite values, so a row the kernels fail
-to write, a write past the end, or a NaN that does not come from the kernel's checks, shows up.
+num_tokens that must stay untouched, and fills the workspace and the caches (between finite guard pages)
+with finite values, so a row the kernels fail to write, a write past the end, or a NaN that does not come
+from the kernel's checks, shows up.
 validate=True still reports every case as a ValueError (in process: it raises before any launch).
 """
 
 import pytest
 import torch
 
-from tritium.attention import AttentionWorkspace, hopper, paged_attention, write_kv_cache
+from tritium.attention import AttentionConfig, AttentionWorkspace, hopper, paged_attention, write_kv_cache
 from tritium.attention.reference import write_kv_cache_ref
 from tritium.runtime import default_device
 
@@ -30,6 +31,13 @@ PATHS = {
     "unsplit": (DECODE, {"num_splits": 1}),
     "split3-sinks": (DECODE, {"num_splits": 3, "features": "sinks"}),
     "prefill": (PREFILL, {"num_splits": 1}),
+    # Chunked prefill of one length: rank order (launcher.ORDER 3, _rank_order), 3 Q blocks a sequence, each over
+    # 16+ keys of context (so each reads the pages the cases corrupt); the cu_seqlens_q cases make the kernel's
+    # uniformity check fall back to slot order.
+    "prefill-uniform": (Shape(q_lens=(24, 24, 24, 24), seq_lens=(45, 40, 48, 41)),
+                        {"num_splits": 1, "max_seqlen_q": 24,
+                         "config": AttentionConfig(block_m=16, block_q=8, tile_n=16, num_splits=1, num_warps=2,
+                                                   num_stages=2)}),
     # The Gluon Hopper kernel (tritium.attention.hopper): on a Hopper GPU only.
     "gluon": (Shape(q_lens=(3, 1, 40, 2), seq_lens=(20, 17, 45, 33), head_dim=128), {"config": hopper.CONFIG}),
 }

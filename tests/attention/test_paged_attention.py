@@ -4,12 +4,17 @@ Shapes stay small (a few heads, sequences up to a few hundred tokens) so the sui
 Triton interpreter; the larger shapes are in test_gpu.py.
 """
 
+import itertools
+
 import pytest
 import torch
+import triton
+import triton.language as tl
 
-from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention, select_attention_config
+from tritium.attention import AttentionConfig, AttentionWorkspace, kernels, paged_attention, select_attention_config
 
 from tritium.attention.reference import paged_attention_ref
+from tritium.runtime import default_device
 
 from .utils import FP8, Q_DTYPES, TOL, Shape, dtype_name, dtype_param, feature_kwargs, poisoned_like, \
     run_and_check, assert_rel_close, shape_params
@@ -344,3 +349,92 @@ def test_heaviest_first_order(shape, features, order, monkeypatch):
     # More sequences than the vector holds: slot order.
     monkeypatch.setattr(launcher, "ORDER_MAX_SEQS", len(shape.q_lens) - 1)
     assert torch.equal(run_and_check(batch, TOL[torch.float16], config=config, **kwargs), base)
+
+
+@triton.jit
+def _rank_order_probe(cu_seqlens_q_ptr, out_ptr, num_seqs, num_tokens, BLOCK_Q: tl.constexpr,
+                      MAX_SEQS: tl.constexpr):
+    seq, q_slot, empty, ok = kernels._rank_order(cu_seqlens_q_ptr, num_seqs, num_tokens, tl.program_id(0), BLOCK_Q,
+                                                 MAX_SEQS)
+    base = out_ptr + 4 * tl.program_id(0)
+    tl.store(base, seq)
+    tl.store(base + 1, q_slot)
+    tl.store(base + 2, empty.to(tl.int32))
+    tl.store(base + 3, ok.to(tl.int32))
+
+
+@pytest.mark.parametrize("q_lens,block_q,ok", [
+    ((20, 20, 20, 20), 8, True),  # 3 blocks a sequence, the last partial
+    ((16, 16, 16), 16, True),  # one block a sequence
+    ((7, 7, 7, 7, 7), 2, True),
+    ((30, 10), 8, False),  # the same total as 2 x 20: cu_seqlens_q says otherwise
+    ((20, 20, 19, 21), 8, False),
+    ((21, 20, 20, 20), 8, False),  # a total that 4 sequences cannot share evenly
+])
+def test_rank_order_mapping(q_lens, block_q, ok):
+    """_rank_order (ORDER 3) on uniform batches: each sequence's Q blocks exactly once, in rank order (every
+    sequence's last block, then the ones before), the grid's spare slots empty; where cu_seqlens_q is not
+    uniform, ``ok`` is false (the kernel then takes slot order)."""
+    device = default_device()
+    num_seqs, num_tokens = len(q_lens), sum(q_lens)
+    cu = torch.tensor([0, *itertools.accumulate(q_lens)], dtype=torch.int32, device=device)
+    grid = num_tokens // block_q + num_seqs
+    out = torch.full((grid, 4), -7, dtype=torch.int32, device=device)
+    _rank_order_probe[(grid,)](cu, out, num_seqs, num_tokens, BLOCK_Q=block_q, MAX_SEQS=8)
+    seq, q_slot, empty, oks = out.cpu().T.tolist()
+    assert set(oks) == {int(ok)}
+    if not ok:
+        return
+    q_len = q_lens[0]
+    blocks = -(-q_len // block_q)
+    taken = [(seq[j], q_slot[j]) for j in range(grid) if not empty[j]]
+    want = [(s, (s * q_len) // block_q + s + blocks - 1 - r) for r in range(blocks) for s in range(num_seqs)]
+    assert taken == want
+    assert all(empty[j] for j in range(len(want), grid))
+
+
+@pytest.mark.parametrize("shape,features,max_seqlen_q", [
+    # Prompts of one length over different contexts (rank order is then not heaviest first: still every
+    # block once), partial last Q blocks.
+    pytest.param(Shape(q_lens=(20, 20, 20, 20), seq_lens=(20, 45, 33, 70), num_q_heads=8, num_kv_heads=4),
+                 "window20+softcap", None, id="uniform-B4"),
+    pytest.param(Shape(q_lens=(23, 23, 23), seq_lens=(23, 23, 60), num_q_heads=3, num_kv_heads=1),
+                 "alibi+sinks", None, id="uniform-B3-G3"),
+    # A max_seqlen_q under the truth that makes the host's figures look uniform: the kernel's check takes
+    # slot order.
+    pytest.param(Shape(q_lens=(30, 10), seq_lens=(30, 40), num_q_heads=4, num_kv_heads=2), "plain", 20,
+                 id="not-uniform"),
+])
+def test_rank_order(shape, features, max_seqlen_q, monkeypatch):
+    """ORDER 3 (the default) on batches of prompts of one length: the same bits as slot order (ORDER 0)."""
+    from tritium.attention import launcher
+
+    batch = shape.batch(torch.float16)
+    kwargs = feature_kwargs(features, shape.num_q_heads)
+    if max_seqlen_q is not None:
+        kwargs["max_seqlen_q"] = max_seqlen_q
+    group = shape.num_q_heads // shape.num_kv_heads
+    config = AttentionConfig(block_m=16, block_q=max(1, 16 // group), tile_n=16, num_splits=1, num_warps=2,
+                             num_stages=2)
+    num_tokens = sum(shape.q_lens)
+    assert launcher.ORDER == 3
+    assert launcher.order_arg(True, 1, len(shape.q_lens), num_tokens, max_seqlen_q or max(shape.q_lens),
+                              config.block_q) == 3
+    got = run_and_check(batch, TOL[torch.float16], config=config, **kwargs).clone()
+    monkeypatch.setattr(launcher, "ORDER", 0)
+    assert torch.equal(run_and_check(batch, TOL[torch.float16], config=config, **kwargs), got)
+
+
+def test_order_arg(monkeypatch):
+    """Where the launcher asks for rank order: causal, unsplit, 2-ORDER_MAX_SEQS sequences of one query length
+    of more than one Q block; ORDER 1 / 2 wherever causal and unsplit batches of 2-ORDER_MAX_SEQS."""
+    from tritium.attention import launcher
+
+    arg = launcher.order_arg
+    assert arg(True, 1, 4, 80, 20, 8) == 3
+    assert [arg(False, 1, 4, 80, 20, 8), arg(True, 2, 4, 80, 20, 8), arg(True, 1, 1, 20, 20, 8)] == [0, 0, 0]
+    assert [arg(True, 1, 4, 79, 20, 8), arg(True, 1, 4, 80, 20, 20), arg(True, 1, 257, 257 * 20, 20, 8)] == [0, 0, 0]
+    monkeypatch.setattr(launcher, "ORDER", 1)
+    assert [arg(True, 1, 4, 79, 20, 8), arg(True, 1, 4, 80, 20, 20), arg(True, 1, 1, 20, 20, 8)] == [1, 1, 0]
+    monkeypatch.setattr(launcher, "ORDER", 0)
+    assert arg(True, 1, 4, 80, 20, 8) == 0

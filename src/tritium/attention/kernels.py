@@ -138,6 +138,32 @@ def _heaviest_first(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv
 
 
 @triton.jit
+def _rank_order(cu_seqlens_q_ptr, num_seqs, num_tokens, pid_q, BLOCK_Q: tl.constexpr, MAX_SEQS: tl.constexpr):
+    """ORDER 3, for batches whose sequences all have the same query length: (seq, q_slot, empty, ok).
+
+    Program j takes rank j // num_seqs of sequence j % num_seqs, rank 0 being a sequence's last (heaviest)
+    Q block: the last blocks of all sequences first, then the blocks before them, within each KV head (the
+    grid's slow index, as in slot order). Where the sequences also see the same keys that is heaviest first
+    across the batch (``_heaviest_first``'s order) at the cost of slot order: one vector load of
+    cu_seqlens_q and one reduction, which check that entry s is s * (num_tokens // num_seqs) for every s.
+    ``ok`` is false where they are not (the caller then takes slot order, whose checks NaN the rows);
+    ``empty``: j is past the batch's blocks. The host passes ORDER 3 only for 2 <= num_seqs <= MAX_SEQS."""
+    q_len = num_tokens // num_seqs
+    offs = tl.arange(0, MAX_SEQS)
+    live = offs < num_seqs
+    cu = tl.load(cu_seqlens_q_ptr + offs, mask=live, other=0)
+    last = tl.load(cu_seqlens_q_ptr + num_seqs)
+    off = tl.sum((live & (cu != offs * q_len)).to(tl.int32), 0)
+    ok = (off == 0) & (last == num_tokens) & (q_len * num_seqs == num_tokens)
+    blocks = tl.cdiv(q_len, BLOCK_Q)
+    seq = pid_q % num_seqs
+    rank = pid_q // num_seqs
+    empty = rank >= blocks
+    q_slot = (seq * q_len) // BLOCK_Q + seq + blocks - 1 - rank
+    return seq, q_slot, empty, ok
+
+
+@triton.jit
 def _softcap(x, cap):
     # cap * tanh(x / cap), with tanh(y) = 2 * sigmoid(2y) - 1 (no libdevice: also runs in the interpreter)
     return cap * (2.0 * tl.sigmoid(2.0 * x / cap) - 1.0)
@@ -450,10 +476,15 @@ def _paged_attention_kernel(
     # integer ops, all before the PDL wait; one more [BLOCK_M] compare in row_valid; in the epilogue one
     # [BLOCK_M] select; the page ids the program reads are checked in one pass before the key loop
     # (_pages_out_of_range), so the key loop is unchanged.
-    if ORDER != 0:  # heaviest Q blocks of the whole batch first (see _heaviest_first)
-        seq, lpt_slot, lpt_head, lpt_empty, lpt_ok = _heaviest_first(
-            cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, tl.program_id(0), tl.program_id(1),
-            BLOCK_Q, ORDER, MAX_SEQS)
+    if ORDER != 0:  # heaviest Q blocks of the whole batch first (see _heaviest_first and _rank_order)
+        if ORDER == 3:
+            seq, lpt_slot, lpt_empty, lpt_ok = _rank_order(cu_seqlens_q_ptr, num_seqs, num_tokens, tl.program_id(0),
+                                                           BLOCK_Q, MAX_SEQS)
+            lpt_head = kv_head
+        else:
+            seq, lpt_slot, lpt_head, lpt_empty, lpt_ok = _heaviest_first(
+                cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, tl.program_id(0),
+                tl.program_id(1), BLOCK_Q, ORDER, MAX_SEQS)
         if lpt_ok & lpt_empty:
             if USE_PDL:
                 tl.extra.cuda.gdc_wait()

@@ -22,13 +22,16 @@ MERGE_PARALLEL_LOADS = True
 # first key tile before its PDL wait where that was measured to pay; 0 never; 2 wherever the kernel can, PDL or not
 # (tests run the path under the interpreter).
 PRELOAD_FIRST_TILE = 1
-# Which Q block a causal, unsplit program takes (the kernel's ORDER, see _heaviest_first): 0 slot order (each
-# sequence's blocks last first, one sequence and KV head after another), 1 heaviest first across the batch within
-# each KV head, 2 heaviest first with the KV heads innermost. Batches of one sequence (1 is 0 there) or more than
-# ORDER_MAX_SEQS sequences take 0. NOTE: 0 by default: on the H100 (bench/NOTES.md, "Paged attention", stop 102)
-# 1 runs a few long prompts up to 14% faster (2 x 4k tokens: 0.921 -> 0.793x the hand rules' time) but balanced
-# batches 3-6% slower (the per-program search, ~2 us, before the key loop).
-ORDER = 0
+# Which Q block a causal, unsplit program takes (the kernel's ORDER; see order_arg): 0 slot order (each sequence's
+# blocks last first, one sequence and KV head after another), 1 heaviest first across the batch within each KV head
+# (_heaviest_first: a search), 2 the same with the KV heads innermost, 3 (default) rank order where every sequence
+# has the same query length (_rank_order: the sequences' last blocks first, then the blocks before them; no
+# search), slot order elsewhere. Batches of one sequence or more than ORDER_MAX_SEQS sequences take 0.
+# NOTE: measured on the H100 (bench/NOTES.md, "Paged attention", stop 102): heaviest first runs a few long prompts
+# up to 14% faster (2 x 4k tokens: 0.921 -> 0.793x the hand rules' time), but 1's search (~2 us a program before
+# the key loop) costs balanced batches 3-6%: hence 3, which orders uniform batches the same way at slot order's
+# cost.
+ORDER = 3
 ORDER_MAX_SEQS = 256
 
 Q_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -223,6 +226,18 @@ def _scale_arg(name, scale, device):
     if not isinstance(scale, numbers.Real) or isinstance(scale, bool) or not 0 < scale < math.inf:
         raise ValueError(f"{name} must be a positive finite float or a 1-element tensor, got {scale!r}")
     return None, float(scale)
+
+
+def order_arg(causal: bool, splits: int, num_seqs: int, num_tokens: int, max_seqlen_q: int, block_q: int) -> int:
+    """The kernel's ORDER for one launch (see ORDER): 0 where the order cannot matter or is not served (not causal,
+    split-KV, one sequence, more than ORDER_MAX_SEQS), 3 only where the host's figures say every sequence has
+    max_seqlen_q query tokens (the kernel checks cu_seqlens_q itself and takes slot order where that is false)
+    of more than one Q block."""
+    if not causal or splits != 1 or not 2 <= num_seqs <= ORDER_MAX_SEQS:
+        return 0
+    if ORDER == 3:
+        return 3 if num_tokens == num_seqs * max_seqlen_q and max_seqlen_q > block_q else 0
+    return ORDER
 
 
 def preload_arg(config: AttentionConfig, splits: int) -> int:
@@ -470,7 +485,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
                 PRELOAD=0 if config.group_tiles else preload_arg(config, splits), GROUP_TILES=config.group_tiles,
-                ORDER=ORDER if causal and splits == 1 and 2 <= num_seqs <= ORDER_MAX_SEQS else 0,
+                ORDER=order_arg(causal, splits, num_seqs, num_tokens, max_seqlen_q, config.block_q),
                 MAX_SEQS=ORDER_MAX_SEQS,
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
                 **register_cap(config, q.device),
