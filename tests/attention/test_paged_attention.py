@@ -8,14 +8,13 @@ import itertools
 
 import pytest
 import torch
-import triton
-import triton.language as tl
 
-from tritium.attention import AttentionConfig, AttentionWorkspace, kernels, paged_attention, select_attention_config
+from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention, select_attention_config
 
 from tritium.attention.reference import paged_attention_ref
 from tritium.runtime import default_device
 
+from .order_probe import rank_order_probe
 from .utils import FP8, Q_DTYPES, TOL, Shape, dtype_name, dtype_param, feature_kwargs, poisoned_like, \
     run_and_check, assert_rel_close, shape_params
 
@@ -351,18 +350,6 @@ def test_heaviest_first_order(shape, features, order, monkeypatch):
     assert torch.equal(run_and_check(batch, TOL[torch.float16], config=config, **kwargs), base)
 
 
-@triton.jit
-def _rank_order_probe(cu_seqlens_q_ptr, out_ptr, num_seqs, num_tokens, BLOCK_Q: tl.constexpr,
-                      MAX_SEQS: tl.constexpr):
-    seq, q_slot, empty, ok = kernels._rank_order(cu_seqlens_q_ptr, num_seqs, num_tokens, tl.program_id(0), BLOCK_Q,
-                                                 MAX_SEQS)
-    base = out_ptr + 4 * tl.program_id(0)
-    tl.store(base, seq)
-    tl.store(base + 1, q_slot)
-    tl.store(base + 2, empty.to(tl.int32))
-    tl.store(base + 3, ok.to(tl.int32))
-
-
 @pytest.mark.parametrize("q_lens,block_q,ok", [
     ((20, 20, 20, 20), 8, True),  # 3 blocks a sequence, the last partial
     ((16, 16, 16), 16, True),  # one block a sequence
@@ -380,7 +367,7 @@ def test_rank_order_mapping(q_lens, block_q, ok):
     cu = torch.tensor([0, *itertools.accumulate(q_lens)], dtype=torch.int32, device=device)
     grid = num_tokens // block_q + num_seqs
     out = torch.full((grid, 4), -7, dtype=torch.int32, device=device)
-    _rank_order_probe[(grid,)](cu, out, num_seqs, num_tokens, BLOCK_Q=block_q, MAX_SEQS=8)
+    rank_order_probe[(grid,)](cu, out, num_seqs, num_tokens, BLOCK_Q=block_q, MAX_SEQS=8)
     seq, q_slot, empty, oks = out.cpu().T.tolist()
     assert set(oks) == {int(ok)}
     if not ok:
