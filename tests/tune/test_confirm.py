@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,8 @@ def test_targets_time_pick_hand_and_best_once(tmp_path, monkeypatch):
     assert [w.name for w, _, _ in confirm.targets(str(sweep), PREFILL)] == [WORKLOADS[2].name]
     assert len(confirm.targets(str(sweep), kv_dtype="fp16")) == 3 and confirm.targets(str(sweep), kv_dtype="fp8") == []
     assert [w.name for w, _, _ in confirm.targets(str(sweep), DECODE, "fp16")] == [w.name for w in WORKLOADS[:2]]
+    assert [w.name for w, _, _ in confirm.targets(str(sweep), match=re.compile("^prefill-"))] == [WORKLOADS[2].name]
+    assert [w.name for w, _, _ in confirm.targets(str(sweep), DECODE, match=re.compile("-L40-"))] == [WORKLOADS[0].name]
     Path(confirm.validation_path(str(sweep))).unlink()
     with pytest.raises(SystemExit, match="validation.json does not exist"):
         confirm.targets(str(sweep))

@@ -724,7 +724,8 @@ def main(argv) -> int:
                         help="decode- and prefill-family workloads to sample (the anchors always among them)")
     parser.add_argument("--match", type=name_pattern, metavar="REGEX",
                         help="sweep the workloads of the fit's domain whose names match REGEX (re.search; e.g. "
-                             "'^prefill-.*-D64-G1-') instead of the grid's: more data where a fit is unsure")
+                             "'^prefill-.*-D64-G1-') instead of the grid's: more data where a fit is unsure; with "
+                             "--confirm, re-time only the held-out workloads whose names match")
     parser.add_argument("--repeats", type=integer(1), default=None,
                         help="time each candidate this many times, in alternating order; the median is kept "
                              "(default: as the sweep being continued, 1 for a new one)")
@@ -799,10 +800,11 @@ def _main(parser, args) -> int:
         parser.error("--within goes with --resweep (which candidates to time again)")
     if args.kv_dtype and not (args.confirm or args.resweep):
         parser.error("--kv-dtype goes with --confirm or --resweep (the workloads to time again)")
-    other_jobs = (args.fit, args.merge, args.resweep, args.resweep_merge, args.confirm, args.confirm_merge,
+    other_jobs = (args.fit, args.merge, args.resweep, args.resweep_merge, args.confirm_merge,
                   args.confirm_carry, args.confirm_summary, args.retime, args.retime_merge, args.retime_apply)
     if args.match is not None and any(other_jobs):
-        parser.error("--match goes with a sweep (which workloads of the domain to sweep)")
+        parser.error("--match goes with a sweep (which workloads of the domain to sweep) or --confirm (which "
+                     "held-out workloads to time again)")
     if args.replace and not (args.merge or args.confirm_merge):
         parser.error("--replace goes with --merge or --confirm-merge")
     if args.merge or args.resweep_merge:
@@ -911,7 +913,7 @@ def _confirm_main(parser, args) -> int:
         parser.error(f"--confirm: {confirm.validation_path(args.confirm)} does not exist (--fit {args.confirm} "
                      f"writes it)")
     path = confirm.confirm(args.confirm, args.out, repeats=repeats, part=args.part, kv_dtype=args.kv_dtype,
-                           shard=shard, limit=args.limit,
+                           match=args.match, shard=shard, limit=args.limit,
                            jobs=args.jobs, compile_only=args.compile_only)
     if not args.compile_only and shard[1] == 1:
         confirm.print_summary(load_json(path))

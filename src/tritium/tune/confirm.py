@@ -58,10 +58,11 @@ def validation_path(sweep_path: str) -> str:
     return os.path.splitext(sweep_path)[0] + ".validation.json"
 
 
-def targets(sweep_path: str, part: str | None = None, kv_dtype: str | None = None) -> list[tuple]:
+def targets(sweep_path: str, part: str | None = None, kv_dtype: str | None = None, match=None) -> list[tuple]:
     """(workload, keys to time, the validation row) for each held-out workload of the fit of
-    ``sweep_path`` (of ``part``'s family and ``kv_dtype``'s caches where given): keys are the pick, the hand
-    rules and the sweep's best, each once, in that order."""
+    ``sweep_path`` (of ``part``'s family, ``kv_dtype``'s caches and names that the compiled regular expression
+    ``match`` finds, where given): keys are the pick, the hand rules and the sweep's best, each once, in that
+    order."""
     with open(sweep_path) as f:
         records = {r["name"]: r for r in json.load(f)["records"]}
     vpath = validation_path(sweep_path)
@@ -71,7 +72,7 @@ def targets(sweep_path: str, part: str | None = None, kv_dtype: str | None = Non
         rows = json.load(f)["held_out"]
     out = []
     for row in rows:
-        if part and row["family"] != part:
+        if part and row["family"] != part or match is not None and not match.search(row["name"]):
             continue
         r = records.get(row["name"])
         if r is None:
@@ -130,11 +131,12 @@ def job_share(todo: list, knobs_of, *, name: str, noun: str, done: int, device, 
 
 
 def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None = None, kv_dtype: str | None = None,
-            shard: tuple[int, int] = (0, 1), limit: int | None = None, jobs: int = 0, compile_only: bool = False,
-            device=None) -> str:
+            match=None, shard: tuple[int, int] = (0, 1), limit: int | None = None, jobs: int = 0,
+            compile_only: bool = False, device=None) -> str:
     """Re-time the held-out picks of the fit of ``sweep_path`` (see the module docstring); returns the
-    JSON path. ``part``, ``kv_dtype``: only the held-out workloads of that family, of caches of that dtype
-    (a kernel change that moved one kind only is re-timed alone, then merged with ``merge(replace=True)``).
+    JSON path. ``part``, ``kv_dtype``, ``match``: only the held-out workloads of that family, of caches of that
+    dtype, whose names the regex finds (a kernel change that moved one kind only is re-timed alone, then merged
+    with ``merge(replace=True)``).
     ``shard`` (I, N): the I-th of every N workloads still to time (one process a GPU; merge
     with ``merge``). ``compile_only``: fill the Triton cache for what all N shards will time."""
     if repeats < 2:
@@ -142,7 +144,7 @@ def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None
     device, name, sms, l2, sweep, path, data = open_job(
         sweep_path, out_dir, "confirm", repeats=repeats, source=fit_source(sweep_path), device=device)
     done = {r["name"] for r in data["records"]}
-    todo = [(w, [key_knobs(k) for k in keys], row) for w, keys, row in targets(sweep_path, part, kv_dtype)
+    todo = [(w, [key_knobs(k) for k in keys], row) for w, keys, row in targets(sweep_path, part, kv_dtype, match)
             if w.name not in done]
     todo = job_share(todo, lambda ws: {w.name: knobs for w, knobs, _ in ws}, name=name, noun="held-out workloads",
                      done=len(done), device=device, sms=sms, shard=shard, limit=limit, jobs=jobs,
