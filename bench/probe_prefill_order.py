@@ -3,7 +3,7 @@
 Slot order (the kernel's ORDER 0) gives each sequence's blocks, last (heaviest) first, one sequence and KV
 head after another: a batch of several long prompts ends each wave in short blocks. ORDER 1 hands out the
 whole batch's blocks by level (keys seen) within each KV head, ORDER 2 with the KV heads innermost
-(``_heaviest_first``); ORDER 3 (the launcher's default) ranks the blocks of batches of prompts of one length
+(``_heaviest_first``); ORDER 3 ranks the blocks of batches of prompts of one length
 without a search (``_rank_order``; other batches take slot order). Same kernel, same configurations: for each
 workload of the committed sweep listed below, the hand rules, the tree's pick and the sweep's three fastest
 Triton candidates, each under the orders, timed as the sweep times them (``time_calls``: graphs of >= 8

@@ -13,7 +13,7 @@ validate=True still reports every case as a ValueError (in process: it raises be
 import pytest
 import torch
 
-from tritium.attention import AttentionConfig, AttentionWorkspace, hopper, paged_attention, write_kv_cache
+from tritium.attention import AttentionConfig, AttentionWorkspace, hopper, launcher, paged_attention, write_kv_cache
 from tritium.attention.reference import write_kv_cache_ref
 from tritium.runtime import default_device
 
@@ -31,11 +31,11 @@ PATHS = {
     "unsplit": (DECODE, {"num_splits": 1}),
     "split3-sinks": (DECODE, {"num_splits": 3, "features": "sinks"}),
     "prefill": (PREFILL, {"num_splits": 1}),
-    # Chunked prefill of one length: rank order (launcher.ORDER 3, _rank_order), 3 Q blocks a sequence, each over
+    # Chunked prefill of one length in rank order (launcher.ORDER 3, _rank_order), 3 Q blocks a sequence, each over
     # 16+ keys of context (so each reads the pages the cases corrupt); the cu_seqlens_q cases make the kernel's
     # uniformity check fall back to slot order.
     "prefill-uniform": (Shape(q_lens=(24, 24, 24, 24), seq_lens=(45, 40, 48, 41)),
-                        {"num_splits": 1, "max_seqlen_q": 24,
+                        {"num_splits": 1, "max_seqlen_q": 24, "order": 3,
                          "config": AttentionConfig(block_m=16, block_q=8, tile_n=16, num_splits=1, num_warps=2,
                                                    num_stages=2)}),
     # The Gluon Hopper kernel (tritium.attention.hopper): on a Hopper GPU only.
@@ -112,6 +112,8 @@ def check_case(case: str, path: str, seed: int) -> None:
     shape, options = PATHS[path]
     options = dict(options)
     kwargs = feature_kwargs(options.pop("features", "plain"), shape.num_q_heads)
+    if "order" in options:  # the child's own launcher
+        launcher.ORDER = options.pop("order")
     batch = shape.batch(DTYPE)
     _finite_caches(batch)
     ref = batch.ref(**kwargs)  # from the consistent metadata

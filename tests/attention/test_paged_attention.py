@@ -393,9 +393,10 @@ def test_rank_order_mapping(q_lens, block_q, ok):
                  id="not-uniform"),
 ])
 def test_rank_order(shape, features, max_seqlen_q, monkeypatch):
-    """ORDER 3 (the default) on batches of prompts of one length: the same bits as slot order (ORDER 0)."""
+    """ORDER 3 on batches of prompts of one length: the same bits as slot order (ORDER 0)."""
     from tritium.attention import launcher
 
+    monkeypatch.setattr(launcher, "ORDER", 3)
     batch = shape.batch(torch.float16)
     kwargs = feature_kwargs(features, shape.num_q_heads)
     if max_seqlen_q is not None:
@@ -404,7 +405,6 @@ def test_rank_order(shape, features, max_seqlen_q, monkeypatch):
     config = AttentionConfig(block_m=16, block_q=max(1, 16 // group), tile_n=16, num_splits=1, num_warps=2,
                              num_stages=2)
     num_tokens = sum(shape.q_lens)
-    assert launcher.ORDER == 3
     assert launcher.order_arg(True, 1, len(shape.q_lens), num_tokens, max_seqlen_q or max(shape.q_lens),
                               config.block_q) == 3
     got = run_and_check(batch, TOL[torch.float16], config=config, **kwargs).clone()
@@ -413,15 +413,16 @@ def test_rank_order(shape, features, max_seqlen_q, monkeypatch):
 
 
 def test_order_arg(monkeypatch):
-    """Where the launcher asks for rank order: causal, unsplit, 2-ORDER_MAX_SEQS sequences of one query length
-    of more than one Q block; ORDER 1 / 2 wherever causal and unsplit batches of 2-ORDER_MAX_SEQS."""
+    """Where the launcher asks for rank order (ORDER 3, not the default): causal, unsplit, 2-ORDER_MAX_SEQS
+    sequences of one query length of more than one Q block; ORDER 1 / 2 wherever causal and unsplit batches of
+    2-ORDER_MAX_SEQS."""
     from tritium.attention import launcher
 
     arg = launcher.order_arg
+    assert launcher.ORDER == 0 and arg(True, 1, 4, 80, 20, 8) == 0
+    monkeypatch.setattr(launcher, "ORDER", 3)
     assert arg(True, 1, 4, 80, 20, 8) == 3
     assert [arg(False, 1, 4, 80, 20, 8), arg(True, 2, 4, 80, 20, 8), arg(True, 1, 1, 20, 20, 8)] == [0, 0, 0]
     assert [arg(True, 1, 4, 79, 20, 8), arg(True, 1, 4, 80, 20, 20), arg(True, 1, 257, 257 * 20, 20, 8)] == [0, 0, 0]
     monkeypatch.setattr(launcher, "ORDER", 1)
     assert [arg(True, 1, 4, 79, 20, 8), arg(True, 1, 4, 80, 20, 20), arg(True, 1, 1, 20, 20, 8)] == [1, 1, 0]
-    monkeypatch.setattr(launcher, "ORDER", 0)
-    assert arg(True, 1, 4, 80, 20, 8) == 0

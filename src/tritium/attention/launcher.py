@@ -24,14 +24,15 @@ MERGE_PARALLEL_LOADS = True
 PRELOAD_FIRST_TILE = 1
 # Which Q block a causal, unsplit program takes (the kernel's ORDER; see order_arg): 0 slot order (each sequence's
 # blocks last first, one sequence and KV head after another), 1 heaviest first across the batch within each KV head
-# (_heaviest_first: a search), 2 the same with the KV heads innermost, 3 (default) rank order where every sequence
-# has the same query length (_rank_order: the sequences' last blocks first, then the blocks before them; no
-# search), slot order elsewhere. Batches of one sequence or more than ORDER_MAX_SEQS sequences take 0.
-# NOTE: measured on the H100 (bench/NOTES.md, "Paged attention", stop 102): heaviest first runs a few long prompts
-# up to 14% faster (2 x 4k tokens: 0.921 -> 0.793x the hand rules' time), but 1's search (~2 us a program before
-# the key loop) costs balanced batches 3-6%: hence 3, which orders uniform batches the same way at slot order's
-# cost.
-ORDER = 3
+# (_heaviest_first: a search), 2 the same with the KV heads innermost, 3 rank order where every sequence has the
+# same query length (_rank_order: the sequences' last blocks first, then the blocks before them; no search), slot
+# order elsewhere. Batches of one sequence or more than ORDER_MAX_SEQS sequences take 0.
+# NOTE: 0 by default. Measured on the H100 (bench/NOTES.md, "Paged attention", stop 102): heaviest first runs a
+# few long prompts up to 14% faster (2 x 4k tokens: 0.921 -> 0.793x the hand rules' time), but 1's search (~2 us
+# a program before the key loop) costs balanced batches 3-6%. 3 orders uniform batches the same way at slot
+# order's cost; a scheduling model predicts it never slower (stop 103), but it has not run on a GPU yet: it
+# becomes the default once a GPU has timed it (bench/probe_prefill_order.py, PROBE_ORDERS=0,3).
+ORDER = 0
 ORDER_MAX_SEQS = 256
 
 Q_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
