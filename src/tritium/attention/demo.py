@@ -63,7 +63,8 @@ def main() -> int:
     ]
     gen = torch.Generator().manual_seed(0)
     tol = 2e-2 if dtype == torch.bfloat16 else 3e-3
-    print(f"tritium paged attention demo on {'GPU ' + torch.cuda.get_device_name() if gpu else 'CPU (Triton interpreter)'}"
+    where = "GPU " + torch.cuda.get_device_name() if gpu else "CPU (Triton interpreter)"
+    print(f"tritium paged attention demo on {where}"
           f"; {heads['num_q_heads']}/{heads['num_kv_heads']} heads, head_dim {heads['head_dim']}, {str(dtype)[6:]}")
     print(f"{'case':24s} {'seqs':>4s} {'q tokens':>8s} {'kv tokens':>9s} {'rel err':>9s} {'ms':>8s}  result")
     failures = 0

@@ -33,8 +33,8 @@ rules out (a decode candidate without split where half the SMs would read a long
 
 Other GPUs' sweeps (``others``) can join step 1's training: their (workload, candidate) pairs carry one
 more feature, 1 for this GPU's timing and for another GPU's ``OTHER_GPU`` (0 for decode; prefill's count as
-this GPU's), and only the cost model sees them (steps 2 and 3 use this GPU's measurements). A small sweep then borrows what a larger one teaches about the same
-kernel (measured: see the NOTE at ``_other_pairs``).
+this GPU's), and only the cost model sees them (steps 2 and 3 use this GPU's measurements). A small sweep
+then borrows what a larger one teaches about the same kernel (measured: see the NOTE at ``_other_pairs``).
 
 A fifth of the workloads (drawn with a fixed seed, from all but the ones named as always trained on: the
 benchmark's anchor shapes) is held out and never seen by the fit, in no sweep (the other GPUs' records of
